@@ -1,0 +1,94 @@
+"""Aggregate functions for `Collection.aggregate`: `sum`, `count`, `min`, `max`, `avg`,
+`count_distinct`.
+
+Every aggregate is computed from the group's accumulated multiset (rows with their
+multiplicity), so it is correct under retractions: `min`/`max` see the values still
+present, not a running extreme. Floating-point sums are added in ``decimal(38, 12)`` so
+that the result does not depend on how Spark partitions the rows (float addition is
+not associative, decimal addition is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Aggregate", "avg", "count", "count_distinct", "max", "min", "sum"]
+
+_KINDS = ("sum", "count", "min", "max", "avg", "count_distinct")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate: its kind and the column it reads (None for `count()`).
+
+    >>> sum("price")
+    Aggregate(kind='sum', column='price')
+    """
+
+    kind: str
+    column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"unknown aggregate {self.kind!r}; use one of {_KINDS}")
+        if self.kind != "count" and not isinstance(self.column, str):
+            raise ValueError(f"st.{self.kind}(column) needs a column name, got {self.column!r}")
+
+    @property
+    def decomposable(self) -> bool:
+        """Can partial results be merged (for append-only input)? Not count_distinct."""
+        return self.kind != "count_distinct"
+
+
+def sum(column: str) -> Aggregate:  # noqa: A001 - the field's name for it
+    """Sum of `column` (nulls ignored).
+
+    >>> sum("x").kind
+    'sum'
+    """
+    return Aggregate("sum", column)
+
+
+def count() -> Aggregate:
+    """Number of rows (with multiplicity).
+
+    >>> count()
+    Aggregate(kind='count', column=None)
+    """
+    return Aggregate("count", None)
+
+
+def min(column: str) -> Aggregate:  # noqa: A001
+    """Smallest value of `column` among rows present (correct under retractions).
+
+    >>> min("x").column
+    'x'
+    """
+    return Aggregate("min", column)
+
+
+def max(column: str) -> Aggregate:  # noqa: A001
+    """Largest value of `column` among rows present (correct under retractions).
+
+    >>> max("x").kind
+    'max'
+    """
+    return Aggregate("max", column)
+
+
+def avg(column: str) -> Aggregate:
+    """Mean of `column` over non-null values, as a double.
+
+    >>> avg("x").kind
+    'avg'
+    """
+    return Aggregate("avg", column)
+
+
+def count_distinct(column: str) -> Aggregate:
+    """Number of distinct non-null values of `column` among rows present.
+
+    >>> count_distinct("x").kind
+    'count_distinct'
+    """
+    return Aggregate("count_distinct", column)

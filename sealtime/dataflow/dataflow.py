@@ -1,0 +1,287 @@
+"""`Dataflow`: a named graph of collections, run tick by tick on Spark."""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..sources.base import Source
+from .collection import Collection
+from .durations import parse_duration
+from .plan import Node
+
+__all__ = ["Dataflow", "SourceCollection"]
+
+
+class SourceCollection(Collection):
+    """The main output of a source, with its `late` and `errors` outputs."""
+
+    @property
+    def late(self) -> Collection:
+        """Records whose event time was already sealed when they arrived, with the
+        original columns and a ``reason``; stamped at the frontier they missed."""
+        return self._flow._source_output(self._node, "late")
+
+    @property
+    def errors(self) -> Collection:
+        """Records that could not be decoded: ``raw`` and ``reason``."""
+        return self._flow._source_output(self._node, "errors")
+
+
+class Dataflow:
+    """A dataflow: sources, operators and sinks, run on Spark (local mode by default).
+
+    * `data_dir`: where ingest logs and sink files go (created if missing).
+    * `spark` / `master`: an existing SparkSession, or a master URL for a new one
+      (default ``local[*]``).
+    * `tick`: the ticker's interval for ``run(forever=True)`` and paced sources.
+    * `clock`: a callable returning seconds (default `time.time`): the ticker's clock, the
+      only clock in the system; inject one in tests.
+    * `shuffle_partitions`: Spark shuffle partitions while this dataflow runs.
+    * `record`: keep every collection's updates for `updates()`/`to_spark()` (tests,
+      debugging); production dataflows set False and read sinks instead.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        spark: SparkSession | None = None,
+        master: str | None = None,
+        metadata: str | None = None,
+        tick: str | int = "1s",
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        shuffle_partitions: int | None = None,
+        record: bool = True,
+    ) -> None:
+        if not name or not isinstance(name, str):
+            raise ValueError("Dataflow(name) must be a non-empty string")
+        self.name = name
+        self.data_dir = os.path.abspath(os.fspath(data_dir or os.path.join("data", name)))
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.metadata = metadata
+        self.tick_ms = parse_duration(tick, "Dataflow(tick)")
+        if self.tick_ms <= 0:
+            raise ValueError("Dataflow(tick) must be > 0, e.g. tick='1s'")
+        self._clock = clock or _time.time
+        self._sleep = sleep or _time.sleep
+        self.record = record
+        if shuffle_partitions is not None and shuffle_partitions < 1:
+            raise ValueError("Dataflow(shuffle_partitions) must be >= 1")
+        self.shuffle_partitions = shuffle_partitions
+        if spark is None:
+            from ..spark.session import get_or_create_session
+
+            spark = get_or_create_session(master=master, app_name=f"sealtime-{name}")
+        self._spark = spark
+        self._nodes: list[Node] = []
+        self._sinks: list[tuple[Node, Any]] = []
+        self._source_outputs: dict[tuple[int, str], Collection] = {}
+        self._engine = None
+
+    # ------------------------------------------------------------------ building
+    def source(
+        self,
+        name: str,
+        source: Source,
+        *,
+        time: str | None = None,
+        lateness: str | int | None = None,
+        max_rows_per_tick: int | None = None,
+    ) -> SourceCollection:
+        """Add a source. Without `time`, rows get ingestion time (the tick's binding time);
+        with ``time="col"`` the column is the event time and `lateness` bounds how far
+        behind the largest event time seen a record may be before it is late."""
+        if self._engine is not None:
+            raise RuntimeError("Dataflow: add sources before the first run()")
+        if any(n.kind == "source" and n.name == name for n in self._nodes):
+            raise ValueError(f"Dataflow: a source named {name!r} exists already")
+        if not isinstance(source, Source):
+            raise TypeError(f"source {name!r}: expected a sealtime Source, got {type(source).__name__}")
+        explicit = getattr(source, "time_column", None) == "_time"
+        if lateness is not None and time is None:
+            raise ValueError(
+                f"source {name!r}: lateness={lateness!r} needs time='<event time column>'; "
+                "ingestion-time sources are never late"
+            )
+        lateness_ms = parse_duration(lateness, f"source {name!r} lateness") if lateness is not None else None
+        names = [n for n in source.schema.names if n not in ("_time", "_diff")]
+        spark_schema = self._spark_schema(source.schema, names)
+        node = Node(
+            "source",
+            name,
+            [],
+            spark_schema,
+            params={"source": source, "time": time, "lateness": lateness_ms, "max_rows": max_rows_per_tick},
+            monotonic=not explicit or bool(getattr(source, "monotonic", False)),
+        )
+        if explicit and hasattr(source, "table"):
+            node.monotonic = bool(pa.compute.all(pa.compute.greater(source.table.column("_diff"), 0)).as_py() or source.table.num_rows == 0)
+        self._add(node)
+        return SourceCollection(self, node)
+
+    def _spark_schema(self, schema: pa.Schema, names: list[str]) -> T.StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(pa.schema([schema.field(n) for n in names]))
+
+    def _source_output(self, node: Node, which: str) -> Collection:
+        key = (node.id, which)
+        if key not in self._source_outputs:
+            if which == "late":
+                fields = list(node.schema.fields) + [T.StructField("reason", T.StringType(), True)]
+            else:
+                fields = [T.StructField("raw", T.StringType(), True), T.StructField("reason", T.StringType(), True)]
+            out = Node("source_output", f"{node.name}.{which}", [node], T.StructType(fields), params={"output": which})
+            self._add(out)
+            self._source_outputs[key] = Collection(self, out)
+        return self._source_outputs[key]
+
+    def _add(self, node: Node) -> Collection:
+        if self._engine is not None:
+            raise RuntimeError("Dataflow: the graph cannot change after the first run()")
+        node.id = len(self._nodes)
+        self._nodes.append(node)
+        return Collection(self, node)
+
+    def _add_sink(self, node: Node, sink: Any) -> None:
+        if self._engine is not None:
+            raise RuntimeError("Dataflow: add sinks before the first run()")
+        if not hasattr(sink, "commit"):
+            raise TypeError(f"sink(): expected a sealtime sink (st.sinks.*), got {sink!r}")
+        self._sinks.append((node, sink))
+
+    def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
+        from ..sinks.publish import Publish
+
+        self._add_sink(node, Publish(topic, **options))
+
+    def _empty_delta(self, schema: T.StructType) -> DataFrame:
+        fields = list(schema.fields) + [
+            T.StructField("_time", T.LongType(), False),
+            T.StructField("_diff", T.LongType(), False),
+        ]
+        return self._spark.createDataFrame([], T.StructType(fields))
+
+    # ------------------------------------------------------------------ running
+    def _clock_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            from ..engine.coordinator import Engine
+
+            self._engine = Engine(self)
+        return self._engine
+
+    def run(
+        self,
+        ticks: int | None = None,
+        forever: bool = False,
+        on_tick: Callable[[Any], None] | None = None,
+    ) -> list[Any]:
+        """Run ticks: `ticks` of them, or until every source is exhausted and every
+        frontier is empty (default), or `forever` (paced by the ticker's clock).
+        Returns the tick reports."""
+        engine = self.engine
+        if ticks is None and not forever:
+            for node in self._nodes:
+                if node.kind == "source" and not node.params["source"].finite:
+                    raise ValueError(
+                        f"run() would never end: source {node.name!r} is unbounded; "
+                        "use run(ticks=N) or run(forever=True)"
+                    )
+        if self.shuffle_partitions is not None:
+            self._spark.conf.set("spark.sql.shuffle.partitions", str(self.shuffle_partitions))
+        reports = []
+        next_at = self._clock()
+        while True:
+            if ticks is not None and len(reports) >= ticks:
+                break
+            if ticks is None and not forever and engine.finished():
+                break
+            report = engine.tick()
+            reports.append(report)
+            if on_tick is not None:
+                on_tick(report)
+            if forever:
+                next_at += self.tick_ms / 1000
+                delay = next_at - self._clock()
+                if delay > 0:
+                    self._sleep(delay)
+        return reports
+
+    @property
+    def bindings(self) -> list[dict[str, Any]]:
+        """The bindings minted so far: per tick, ``into_time`` and each source's position
+        and frontier."""
+        return [] if self._engine is None else list(self._engine.bindings)
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters per source: rows read, late rows, error rows, frontier."""
+        if self._engine is None:
+            return {"ticks": 0, "sources": {}}
+        return {
+            "ticks": self._engine.tick_no,
+            "sources": {
+                s.name: {"rows": s.rows_in, "late": s.late_count, "errors": s.error_count, "frontier": s.frontier}
+                for s in self._engine.sources.values()
+            },
+        }
+
+    def _engine_frontier(self, node: Node) -> int | None:
+        from ..engine.ingest import MIN_TIME
+
+        if self._engine is None:
+            return MIN_TIME
+        return self._engine.frontier_of(node)
+
+    # ------------------------------------------------------------------ reading back
+    def _require_record(self, what: str) -> None:
+        if not self.record:
+            raise RuntimeError(
+                f"{what} needs Dataflow(record=True) (it keeps every collection's updates); "
+                "with record=False read a sink instead"
+            )
+
+    def _updates(self, node: Node) -> pa.Table:
+        self._require_record("updates()")
+        if self._engine is None:
+            df = self._empty_delta(node.schema)
+        else:
+            df = self._engine.trace_frame(node)
+        cols = node.columns + ["_time", "_diff"]
+        table = df.select(*cols).toArrow()
+        if table.num_rows == 0:
+            return table
+        return table.sort_by([("_time", "ascending")] + [(c, "ascending") for c in node.columns if _sortable(table, c)])
+
+    def _to_spark(self, node: Node, as_of: int | None) -> DataFrame:
+        self._require_record("to_spark()")
+        df = self._engine.trace_frame(node) if self._engine is not None else self._empty_delta(node.schema)
+        if as_of is not None:
+            df = df.filter(F.col("_time") <= as_of)
+        acc = df.groupBy(*node.columns).agg(F.sum("_diff").alias("_cnt")).filter(F.col("_cnt") != 0)
+        negative = acc.filter(F.col("_cnt") < 0).limit(1).collect()
+        if negative:
+            raise ValueError(
+                f"to_spark(as_of={as_of}): collection {node.name!r} has a row with negative "
+                f"multiplicity ({negative[0].asDict()}); read updates() instead"
+            )
+        expanded = acc.withColumn("__i", F.explode(F.sequence(F.lit(1), F.col("_cnt").cast("int"))))
+        return expanded.select(*node.columns)
+
+
+def _sortable(table: pa.Table, column: str) -> bool:
+    t = table.schema.field(column).type
+    return not (pa.types.is_nested(t) or pa.types.is_dictionary(t))

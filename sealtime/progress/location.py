@@ -1,0 +1,98 @@
+"""Locations in a dataflow graph: operator output ports (`Source`) and input ports (`Target`).
+
+Progress tracking counts *pointstamps*: a (location, time) pair with a count. At a
+`Source` the count is the number of capabilities an operator holds to send at that time;
+at a `Target` it is the number of messages in flight to that input. Edges run from a
+`Source` to a `Target` and never change times; nodes connect their `Target`s (inputs) to
+their `Source`s (outputs) through path summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Location", "Source", "Target"]
+
+
+@dataclass(frozen=True, order=True)
+class Source:
+    """Output port `port` of node `node`: where capabilities are held, where edges start.
+
+    >>> Source(1, 0)
+    Source(node=1, port=0)
+    >>> Source(1, 0).is_source, Source(1, 0).is_target
+    (True, False)
+    >>> Source(1, 0) == Target(1, 0)
+    False
+    """
+
+    node: int
+    port: int
+
+    def __post_init__(self) -> None:
+        _check_index("Source", "node", self.node)
+        _check_index("Source", "port", self.port)
+
+    @property
+    def is_source(self) -> bool:
+        """Always True: this location is an output port.
+
+        >>> Source(0, 0).is_source
+        True
+        """
+        return True
+
+    @property
+    def is_target(self) -> bool:
+        """Always False: this location is not an input port.
+
+        >>> Source(0, 0).is_target
+        False
+        """
+        return False
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """Input port `port` of node `node`: where messages arrive, where edges end.
+
+    >>> Target(2, 1)
+    Target(node=2, port=1)
+    >>> Target(2, 1).is_target
+    True
+    """
+
+    node: int
+    port: int
+
+    def __post_init__(self) -> None:
+        _check_index("Target", "node", self.node)
+        _check_index("Target", "port", self.port)
+
+    @property
+    def is_source(self) -> bool:
+        """Always False: this location is not an output port.
+
+        >>> Target(0, 0).is_source
+        False
+        """
+        return False
+
+    @property
+    def is_target(self) -> bool:
+        """Always True: this location is an input port.
+
+        >>> Target(0, 0).is_target
+        True
+        """
+        return True
+
+
+#: Any port of the graph: an output port (`Source`) or an input port (`Target`).
+Location = Source | Target
+
+
+def _check_index(kind: str, field: str, value: object) -> None:
+    # bool is an int subclass; Source(True, 0) is almost certainly a bug.
+    if type(value) is not int or value < 0:
+        raise TypeError(f"{kind}.{field} must be a non-negative int, got {value!r}")

@@ -1,0 +1,592 @@
+"""The subscriber client: a blocking iterator of events over one or more partitions.
+
+Needs only the standard library, pyarrow, msgpack and `sealtime.time` — no Spark, no
+Java, no event loop. `subscribe_stream(address)` follows one publisher partition;
+`subscribe_group([addresses])` follows several partitions of one stream as one stream.
+
+**Stream mode, epoch atomicity (Strymon).** The publisher keeps no history. On joining,
+the subscriber receives the publisher's `InitialFrontierSnapshot{lower, upper}`, where
+`upper` is the maximal antichain of the times of all data sent before it joined. With
+`filter=True` (the default) the subscriber **drops every data message at a time t with
+t ≤ some element of upper** — those epochs may have been partly sent before it joined —
+and delivers every other time completely, because all of that time's rows are sent after
+the snapshot. The payload of a dropped message is skipped unread (only its header is
+decoded). A group subscription merges the partitions' snapshots: the upper frontiers as
+the maximal antichain of their union, the lower frontiers as the minimal antichain of
+their union (maintained as a `MutableAntichain` over the partitions' frontier changes).
+
+**Delivery.** With `atomic=True` (the default) rows are buffered per time and a time is
+delivered as one `Epoch(time, table)` — all of its rows, from every partition — as soon
+as the (merged) lower frontier passes it, followed by `Progress(lower)`. Epochs released
+together come in an order compatible with the partial order. With `atomic=False` every
+data message is yielded as it arrives as `Data(time, table, partition)` (still filtered);
+the caller then decides completeness from `Progress` events. The first event is always
+`Progress(initial lower)`; the last is `Closed(reason)`.
+
+>>> import pyarrow as pa
+>>> from sealtime.pubsub.publisher import Publisher
+>>> with Publisher("doc", lower=[0]).start() as pub:
+...     pub.send(1, pa.table({"x": [1]}))          # sent before the subscriber joins
+...     with subscribe_stream(pub.address, timeout=10) as sub:
+...         pub.send(1, pa.table({"x": [2]}))      # epoch 1 is partial for sub: dropped
+...         pub.send(2, pa.table({"x": [3]}))
+...         _ = pub.advance_lower([3])
+...         events = [sub.next_event(timeout=10) for _ in range(3)]
+>>> sub.initial_upper, [type(e).__name__ for e in events]
+(Antichain([1]), ['Progress', 'Epoch', 'Progress'])
+>>> events[1].time, events[1].table.column("x").to_pylist(), sub.filtered_messages
+(2, [3], 1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import time as _wallclock
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sealtime.pubsub.frontier import covered_by, merge_uppers
+from sealtime.pubsub.protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
+    PROTOCOL_VERSION,
+    Close,
+    DataMessage,
+    FrameDecoder,
+    Hello,
+    InitialFrontierSnapshot,
+    LowerFrontierUpdate,
+    Message,
+    ProtocolError,
+    decode_time,
+    encode_message,
+)
+from sealtime.time import Antichain, MutableAntichain, sorted_times
+
+__all__ = [
+    "Address",
+    "Closed",
+    "Data",
+    "Epoch",
+    "Event",
+    "Progress",
+    "SubscribeError",
+    "Subscription",
+    "parse_address",
+    "subscribe_group",
+    "subscribe_stream",
+]
+
+Address = str | tuple[str, int]
+_RECV_SIZE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Data:
+    """Rows of one data message (only with `atomic=False`): maybe part of an epoch.
+
+    >>> Data(3, pa.table({"x": [1]})).partition
+    0
+    """
+
+    time: Any
+    table: pa.Table
+    partition: int = 0
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """All rows of one complete time, from every partition (`atomic=True`).
+
+    >>> Epoch(3, pa.table({"x": [1, 2]})).table.num_rows
+    2
+    """
+
+    time: Any
+    table: pa.Table
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The (merged) lower frontier advanced: times not ≥ `lower` are complete.
+
+    >>> Progress(Antichain([4])).lower.less_equal(3)
+    False
+    """
+
+    lower: Antichain[Any]
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The subscription ended (always the last event).
+
+    >>> Closed("publisher closed").reason
+    'publisher closed'
+    """
+
+    reason: str
+
+
+Event = Data | Epoch | Progress | Closed
+
+
+class SubscribeError(ConnectionError):
+    """Connecting or the handshake failed (refused, timed out, version mismatch, ...).
+
+    >>> isinstance(SubscribeError("x"), ConnectionError)
+    True
+    """
+
+
+def parse_address(address: Address) -> tuple[str, int]:
+    """`"host:port"`, `"[v6]:port"` or `(host, port)` → `(host, port)`.
+
+    >>> parse_address("127.0.0.1:7000"), parse_address(("localhost", 1)), parse_address("[::1]:9")
+    (('127.0.0.1', 7000), ('localhost', 1), ('::1', 9))
+    """
+    if isinstance(address, tuple):
+        host, port = address[0], address[1]
+        return str(host), int(port)
+    host, sep, port = str(address).rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {address!r} is not 'host:port'")
+    return host.strip("[]"), int(port)
+
+
+class _Conn:
+    __slots__ = ("sock", "addr", "decoder", "hello", "snapshot", "lower", "done", "label")
+
+    def __init__(self, sock: socket.socket, addr: tuple[str, int], decoder: FrameDecoder) -> None:
+        self.sock = sock
+        self.addr = addr
+        self.decoder = decoder
+        self.hello: Hello | None = None
+        self.snapshot: InitialFrontierSnapshot | None = None
+        self.lower: MutableAntichain[Any] = MutableAntichain()
+        self.done = False
+        self.label = f"{addr[0]}:{addr[1]}"
+
+
+class Subscription:
+    """A live subscription to one or more partitions of a published stream.
+
+    Created by `subscribe_stream` / `subscribe_group` (which connect and complete the
+    handshake before returning). Iterate it — or call `next_event(timeout)` — to receive
+    events; iteration ends after `Closed`. Use it as a context manager or call `close()`.
+
+    Attributes after construction: `name`, `partitions`, `schema` (if the publisher knew
+    it), `initial_lower` and `initial_upper` (the merged snapshot), `lower` (the merged
+    lower frontier of the last `Progress` event returned), `filtered_messages` /
+    `filtered_bytes`.
+    """
+
+    def __init__(
+        self,
+        addresses: Sequence[Address],
+        *,
+        filter: bool = True,
+        atomic: bool = True,
+        timeout: float | None = 10.0,
+        idle_timeout: float | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        if not addresses:
+            raise ValueError("subscribe to at least one address")
+        self._filter = filter
+        self._atomic = atomic
+        self._idle_timeout = idle_timeout
+        self._events: deque[Event] = deque()
+        self._pending: dict[Any, list[pa.Table]] = {}
+        self._closed = False
+        self._delivered_closed = False
+        self.reason: str | None = None
+        self._selector = selectors.DefaultSelector()
+        self._conns: list[_Conn] = []
+        self._buf = bytearray(_RECV_SIZE)
+        deadline = None if timeout is None else _wallclock.monotonic() + timeout
+        try:
+            for address in addresses:
+                self._conns.append(self._connect(parse_address(address), deadline, max_frame_size))
+            for conn in self._conns:
+                self._handshake(conn, deadline)
+            self._check_group()
+        except BaseException:
+            self._close_sockets()
+            raise
+        snaps = [c.snapshot for c in self._conns if c.snapshot is not None]
+        self.initial_upper: Antichain[Any] = merge_uppers(s.upper for s in snaps)
+        self._upper_elements = list(self.initial_upper.elements())
+        self._merged: MutableAntichain[Any] = MutableAntichain()
+        for conn, snap in zip(self._conns, snaps):
+            conn.lower.update_iter((t, 1) for t in snap.lower)
+            self._merged.update_iter((t, 1) for t in snap.lower)
+        self.initial_lower: Antichain[Any] = self._merged.frontier()
+        self.lower: Antichain[Any] = self.initial_lower
+        first = self._conns[0].hello
+        assert first is not None
+        self.name: str = first.name
+        self.partitions: list[int] = [c.hello.partition for c in self._conns if c.hello]
+        self.schema: pa.Schema | None = next(
+            (c.hello.schema for c in self._conns if c.hello and c.hello.schema is not None), None
+        )
+        for conn in self._conns:
+            if self._filter:
+                conn.decoder.skip = self._skip
+            conn.sock.setblocking(False)
+            self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+        self._events.append(Progress(self.lower))
+        for conn in self._conns:  # frames received together with the snapshot
+            self._drain(conn)
+
+    # ------------------------------------------------------------------ connecting
+
+    @staticmethod
+    def _remaining(deadline: float | None) -> float | None:
+        if deadline is None:
+            return None
+        left = deadline - _wallclock.monotonic()
+        if left <= 0:
+            raise SubscribeError("timed out connecting to the publisher")
+        return left
+
+    def _connect(self, addr: tuple[str, int], deadline: float | None, max_frame: int) -> _Conn:
+        try:
+            sock = socket.create_connection(addr, timeout=self._remaining(deadline))
+        except OSError as exc:
+            raise SubscribeError(f"cannot connect to {addr[0]}:{addr[1]}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _Conn(sock, addr, FrameDecoder(max_frame_size=max_frame))
+        try:
+            sock.sendall(encode_message(Hello(role="subscriber", max_frame=max_frame)))
+        except OSError as exc:
+            sock.close()
+            raise SubscribeError(f"cannot send hello to {conn.label}: {exc}") from exc
+        return conn
+
+    def _handshake(self, conn: _Conn, deadline: float | None) -> None:
+        """Read the publisher's Hello and InitialFrontierSnapshot, and nothing more."""
+        while conn.snapshot is None:
+            try:
+                msg = conn.decoder.next_message()
+            except ProtocolError as exc:
+                raise SubscribeError(f"{conn.label}: protocol error: {exc}") from None
+            if msg is None:
+                conn.sock.settimeout(self._remaining(deadline))
+                try:
+                    data = conn.sock.recv(65536)
+                except TimeoutError:
+                    raise SubscribeError(
+                        f"{conn.label}: timed out waiting for the handshake"
+                    ) from None
+                except OSError as exc:
+                    raise SubscribeError(f"{conn.label}: connection lost: {exc}") from None
+                if not data:
+                    raise SubscribeError(f"{conn.label}: publisher closed the connection")
+                try:
+                    conn.decoder.feed(data)
+                except ProtocolError as exc:
+                    raise SubscribeError(f"{conn.label}: protocol error: {exc}") from None
+            elif isinstance(msg, Close):
+                raise SubscribeError(f"{conn.label}: publisher refused: {msg.reason}")
+            elif conn.hello is None:
+                if not isinstance(msg, Hello) or msg.role != "publisher":
+                    raise SubscribeError(
+                        f"{conn.label}: expected a publisher hello, got {msg!r:.100}"
+                    )
+                if msg.version != PROTOCOL_VERSION:
+                    raise SubscribeError(
+                        f"{conn.label}: protocol version mismatch: publisher speaks "
+                        f"{msg.version}, this subscriber {PROTOCOL_VERSION}"
+                    )
+                conn.hello = msg
+            elif isinstance(msg, InitialFrontierSnapshot):
+                conn.snapshot = msg
+            else:
+                raise SubscribeError(
+                    f"{conn.label}: expected the frontier snapshot, got {msg!r:.100}"
+                )
+
+    def _check_group(self) -> None:
+        if len(self._conns) < 2:
+            return
+        hellos = [c.hello for c in self._conns if c.hello is not None]
+        names = {h.name for h in hellos}
+        if len(names) > 1:
+            raise ValueError(
+                f"a group subscription needs partitions of one stream, got {sorted(names)}"
+            )
+        parts = [h.partition for h in hellos]
+        if len(set(parts)) != len(parts):
+            raise ValueError(f"duplicate partitions in a group subscription: {parts}")
+
+    # ------------------------------------------------------------------ receiving
+
+    def _skip(self, header: dict[str, Any]) -> bool:
+        # Strymon's filter: drop data at t ≤ some element of the (merged) upper snapshot.
+        if header["k"] != "data" or not self._upper_elements:
+            return False
+        return covered_by(self._upper_elements, decode_time(header.get("t")))
+
+    @property
+    def filtered_messages(self) -> int:
+        """Data messages dropped by the upper-snapshot filter (payloads never decoded)."""
+        return sum(c.decoder.skipped_frames for c in self._conns)
+
+    @property
+    def filtered_bytes(self) -> int:
+        """Payload bytes skipped by the filter."""
+        return sum(c.decoder.skipped_bytes for c in self._conns)
+
+    @property
+    def closed(self) -> bool:
+        """True once the subscription ended (`Closed` queued or `close()` called)."""
+        return self._closed
+
+    def next_event(self, timeout: float | None = None) -> Event | None:
+        """The next event, waiting up to `timeout` seconds (None: forever).
+
+        Returns None on timeout, and after the `Closed` event has been returned.
+        """
+        deadline = None if timeout is None else _wallclock.monotonic() + timeout
+        while not self._events:
+            if self._closed:
+                return None
+            left = None if deadline is None else max(0.0, deadline - _wallclock.monotonic())
+            self._poll(left)
+            if not self._events and deadline is not None and _wallclock.monotonic() >= deadline:
+                return None
+        event = self._events.popleft()
+        if isinstance(event, Progress):
+            self.lower = event.lower
+        elif isinstance(event, Closed):
+            self._delivered_closed = True
+        return event
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        if self._delivered_closed or (self._closed and not self._events):
+            raise StopIteration
+        event = self.next_event(self._idle_timeout)
+        if event is None:
+            if self._closed:
+                raise StopIteration
+            raise TimeoutError(f"no event within idle_timeout={self._idle_timeout} s")
+        return event
+
+    def _poll(self, timeout: float | None) -> None:
+        for key, _ in self._selector.select(timeout):
+            conn: _Conn = key.data
+            if conn.done or self._closed:
+                continue
+            try:
+                n = conn.sock.recv_into(self._buf)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError as exc:
+                self._lost(conn, f"connection lost: {exc}")
+                continue
+            if n == 0:
+                cut = " in the middle of a frame" if conn.decoder.mid_frame else ""
+                self._lost(conn, f"publisher disconnected without a reason{cut}")
+                continue
+            try:
+                with memoryview(self._buf) as view:
+                    conn.decoder.feed(view[:n])
+            except ProtocolError as exc:
+                self._fail(conn, f"protocol error: {exc}")
+                continue
+            self._drain(conn)
+
+    def _drain(self, conn: _Conn) -> None:
+        while not conn.done and not self._closed:
+            try:
+                msg = conn.decoder.next_message()
+                if msg is None:
+                    return
+                self._on_message(conn, msg)
+            except ProtocolError as exc:
+                self._fail(conn, f"protocol error: {exc}")
+
+    def _on_message(self, conn: _Conn, msg: Message) -> None:
+        if isinstance(msg, DataMessage):
+            t = msg.time
+            if not conn.lower.less_equal(t):
+                raise ProtocolError(f"data at time {t!r}, which the publisher already completed")
+            if self._filter and covered_by(self._upper_elements, t):
+                return  # normally skipped unread by the decoder already
+            if self._atomic:
+                self._pending.setdefault(t, []).append(msg.rows)
+            else:
+                self._events.append(Data(t, msg.rows, conn.hello.partition if conn.hello else 0))
+        elif isinstance(msg, LowerFrontierUpdate):
+            conn.lower.update_iter(msg.updates)
+            if self._merged.update_iter(msg.updates):
+                self._advance(self._merged.frontier())
+        elif isinstance(msg, Close):
+            self._lost(conn, msg.reason)
+        else:
+            raise ProtocolError(f"unexpected {type(msg).__name__} after the handshake")
+
+    def _advance(self, lower: Antichain[Any]) -> None:
+        if self._pending:
+            ready = [t for t in self._pending if not lower.less_equal(t)]
+            for t in sorted_times(ready):
+                tables = self._pending.pop(t)
+                table = tables[0] if len(tables) == 1 else _concat(tables)
+                self._events.append(Epoch(t, table))
+        self._events.append(Progress(lower))
+
+    def _lost(self, conn: _Conn, reason: str) -> None:
+        """A partition's connection ended (Close frame or EOF)."""
+        if conn.lower.is_empty():
+            # The partition finished: everything it will ever send was received.
+            conn.done = True
+            self._unregister(conn)
+            if all(c.done for c in self._conns):
+                self._end(reason)
+            return
+        self._fail(conn, reason)
+
+    def _fail(self, conn: _Conn, reason: str) -> None:
+        if len(self._conns) > 1:
+            partition = conn.hello.partition if conn.hello else "?"
+            reason = f"partition {partition} ({conn.label}): {reason}"
+        self._pending.clear()  # incomplete epochs are never delivered
+        self._say_goodbye(reason)
+        self._end(reason)
+
+    def _say_goodbye(self, reason: str) -> None:
+        # Best effort, never blocking: tell the publishers why we leave.
+        frame = encode_message(Close(reason))
+        for conn in self._conns:
+            if not conn.done:
+                with contextlib.suppress(OSError):
+                    conn.sock.send(frame)
+
+    def _end(self, reason: str) -> None:
+        if self._closed:
+            return
+        self.reason = reason
+        self._events.append(Closed(reason))
+        self._closed = True
+        self._close_sockets()
+
+    def _unregister(self, conn: _Conn) -> None:
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(conn.sock)
+        with contextlib.suppress(OSError):
+            conn.sock.close()
+
+    def _close_sockets(self) -> None:
+        for conn in self._conns:
+            conn.done = True
+            self._unregister(conn)
+        with contextlib.suppress(Exception):
+            self._selector.close()
+
+    def close(self, reason: str = "subscriber closed") -> None:
+        """Leave: tell the publishers (best effort) and close the connections.
+
+        Events not yet read are discarded.
+        """
+        if not self._closed:
+            self._say_goodbye(reason)
+            self._closed = True
+            self.reason = reason
+            self._close_sockets()
+        self._events.clear()
+        self._pending.clear()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"closed: {self.reason}" if self._closed else f"lower={self.lower!r}"
+        return f"<Subscription {self.name!r} partitions={self.partitions} {state}>"
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    try:
+        return pa.concat_tables(tables)
+    except pa.ArrowInvalid:
+        return pa.concat_tables(tables, promote_options="default")
+
+
+def subscribe_stream(
+    address: Address,
+    filter: bool = True,
+    *,
+    atomic: bool = True,
+    timeout: float | None = 10.0,
+    idle_timeout: float | None = None,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+) -> Subscription:
+    """Subscribe to one publisher partition in stream mode.
+
+    * `filter`: drop epochs that were partly sent before joining (Strymon); with False,
+      every data message after joining is kept, so the first epochs may be partial.
+    * `atomic`: deliver whole `Epoch`s when the lower frontier passes them (default), or
+      raw `Data` messages as they arrive.
+    * `timeout`: for connecting and the handshake (raises `SubscribeError`).
+    * `idle_timeout`: iteration raises `TimeoutError` after this long without an event.
+
+    >>> subscribe_stream("127.0.0.1:1", timeout=2)
+    Traceback (most recent call last):
+    ...
+    sealtime.pubsub.subscriber.SubscribeError: cannot connect to 127.0.0.1:1: ...
+    """
+    return Subscription(
+        [address],
+        filter=filter,
+        atomic=atomic,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        max_frame_size=max_frame_size,
+    )
+
+
+def subscribe_group(
+    addresses: Iterable[Address],
+    filter: bool = True,
+    *,
+    atomic: bool = True,
+    timeout: float | None = 10.0,
+    idle_timeout: float | None = None,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+) -> Subscription:
+    """Subscribe to several partitions of one stream as one stream.
+
+    The snapshots are merged (upper: maximal antichain of the union; lower: minimal
+    antichain of the union) and an epoch is delivered only when it is complete in every
+    partition. A partition that closes before finishing (its lower frontier is not empty)
+    ends the whole subscription with a `Closed` naming the partition.
+
+    >>> from sealtime.pubsub.publisher import Publisher
+    >>> pubs = [Publisher("g", partition=p).start() for p in range(3)]
+    >>> sub = subscribe_group([p.address for p in pubs], timeout=10)
+    >>> for p in pubs:
+    ...     p.send(0, pa.table({"p": [p.partition]}))
+    ...     _ = p.advance_lower([1])
+    >>> [type(sub.next_event(timeout=10)).__name__ for _ in range(3)]
+    ['Progress', 'Epoch', 'Progress']
+    >>> sub.close(); [p.close() for p in pubs] and None
+    """
+    return Subscription(
+        list(addresses),
+        filter=filter,
+        atomic=atomic,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        max_frame_size=max_frame_size,
+    )

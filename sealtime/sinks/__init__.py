@@ -1,0 +1,6 @@
+"""Sinks: where sealed time ranges of a collection go."""
+
+from .console import Callback, Console
+from .parquet import Parquet
+
+__all__ = ["Callback", "Console", "Parquet"]

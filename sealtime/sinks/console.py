@@ -1,0 +1,59 @@
+"""`Console` and `Callback` sinks: data leaves Spark as Arrow, once per sealed range."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+__all__ = ["Callback", "Console"]
+
+
+def _fmt_frontier(t: int | None) -> str:
+    return "∞ (finished)" if t is None else str(t)
+
+
+class Callback:
+    """Call ``fn(updates: pyarrow.Table, lower, upper)`` for every sealed range.
+
+    >>> seen = []
+    >>> Callback(lambda t, lo, hi: seen.append((lo, hi))).fn(None, 0, 1); seen
+    [(0, 1)]
+    """
+
+    def __init__(self, fn: Callable[[pa.Table | None, int, int | None], None], skip_empty: bool = True) -> None:
+        self.fn = fn
+        self.skip_empty = skip_empty
+
+    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> None:
+        table = None if delta is None else delta.toArrow()
+        if self.skip_empty and (table is None or table.num_rows == 0):
+            return
+        self.fn(table, lo, hi)
+
+
+class Console(Callback):
+    """Print each sealed range's updates (at most `max_rows` of them).
+
+    >>> Console(max_rows=5).max_rows
+    5
+    """
+
+    def __init__(self, max_rows: int = 20, stream: TextIO | None = None, title: str | None = None) -> None:
+        self.max_rows = max_rows
+        self.stream = stream
+        self.title = title
+        super().__init__(self._print)
+
+    def _print(self, table: pa.Table, lo: int, hi: int | None) -> None:
+        out = self.stream or sys.stdout
+        name = f"{self.title} " if self.title else ""
+        out.write(f"── {name}sealed [{lo}, {_fmt_frontier(hi)}): {table.num_rows} update(s)\n")
+        sort_cols = [c for c in table.column_names if not pa.types.is_nested(table.schema.field(c).type)]
+        shown = table.sort_by([(c, "ascending") for c in sort_cols]).slice(0, self.max_rows)
+        out.write(shown.to_pandas().to_string(index=False) + "\n")
+        if table.num_rows > self.max_rows:
+            out.write(f"   … {table.num_rows - self.max_rows} more\n")
+        out.flush()

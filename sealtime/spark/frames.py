@@ -1,0 +1,80 @@
+"""DataFrame helpers shared by the operators.
+
+A *delta* is a DataFrame of updates: the data columns plus ``_time`` (int64 logical time)
+and ``_diff`` (int64 multiplicity change). A *multiset* is a DataFrame of data columns
+plus ``_cnt`` (accumulated multiplicity), with times collapsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+__all__ = [
+    "CNT",
+    "DIFF",
+    "SYSTEM_COLUMNS",
+    "TIME",
+    "consolidate",
+    "data_columns",
+    "null_safe_join",
+    "union_all",
+]
+
+TIME = "_time"
+DIFF = "_diff"
+CNT = "_cnt"
+SYSTEM_COLUMNS = (TIME, DIFF, CNT)
+
+
+def data_columns(df: DataFrame) -> list[str]:
+    """The columns of `df` that are not system columns."""
+    return [c for c in df.columns if c not in SYSTEM_COLUMNS]
+
+
+def consolidate(df: DataFrame, keys: Sequence[str], weight: str = DIFF) -> DataFrame:
+    """Sum `weight` per distinct `keys` and drop zero weights (differential consolidation).
+
+    Grouping is null-safe (SQL GROUP BY puts nulls in one group), so rows with null
+    fields consolidate like any other value.
+    """
+    return (
+        df.groupBy(*[F.col(k) for k in keys])
+        .agg(F.sum(weight).cast("long").alias(weight))
+        .filter(F.col(weight) != 0)
+    )
+
+
+def union_all(frames: Sequence[DataFrame | None]) -> DataFrame | None:
+    """Union by name of the non-None frames (None when there are none)."""
+    present = [f for f in frames if f is not None]
+    if not present:
+        return None
+    out = present[0]
+    for f in present[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def null_safe_join(
+    left: DataFrame, right: DataFrame, keys: Sequence[str], how: str = "inner"
+) -> DataFrame:
+    """Join on `keys` with null-safe equality (``<=>``), keeping the left key columns.
+
+    Internal lookups (state by group key) must match null keys; SQL ``=`` would not.
+    """
+    if not keys:
+        return left.crossJoin(right) if how == "inner" else left.join(right, how=how)
+    renamed = right
+    for k in keys:
+        renamed = renamed.withColumnRenamed(k, f"__r_{k}")
+    cond: Column | None = None
+    for k in keys:
+        c = left[k].eqNullSafe(renamed[f"__r_{k}"])
+        cond = c if cond is None else cond & c
+    joined = left.join(renamed, on=cond, how=how)
+    if how in ("left_semi", "left_anti"):
+        return joined
+    return joined.drop(*[f"__r_{k}" for k in keys])

@@ -1,0 +1,48 @@
+"""Shared test fixtures: one SparkSession for the whole run, hypothesis profiles.
+
+The `ci` profile (selected when CI=true) runs the example counts the issues ask for;
+the `dev` profile is the default for quick local runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "dev",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def examples(ci: int, dev: int | None = None) -> int:
+    """Example count for a property: `ci` under CI=true, `dev` (default ci // 5) otherwise."""
+    if IN_CI:
+        return ci
+    return dev if dev is not None else max(10, ci // 5)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run (local mode, small, UI off)."""
+    from sealtime.spark.session import get_or_create_session
+
+    session = get_or_create_session(
+        master="local[2]",
+        app_name="sealtime-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+    )
+    yield session
+    session.stop()
