@@ -144,12 +144,7 @@ def latency(n_subs: int, epochs: int, pace: float, procs: int) -> dict:
         pub.advance_lower([])
         pub.close("done")
         results = _collect(workers)
-    lat = [
-        (at - sealed_at[t]) * 1000
-        for r in results
-        for t, at in r[3].items()
-        if t in sealed_at
-    ]
+    lat = [(at - sealed_at[t]) * 1000 for r in results for t, at in r[3].items() if t in sealed_at]
     lat.sort()
     return {
         "subscribers": n_subs,
@@ -178,6 +173,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "pubsub.md"))
     args = parser.parse_args()
     scale = 0.1 if args.quick else 1.0
+    load_before = os.getloadavg()
 
     plan = [(1, 400), (10, 200), (100, 40)]
     tp = []
@@ -207,6 +203,9 @@ def main() -> None:
         f"* machine: {_cpu_model()}, {os.cpu_count()} cores, {platform.system()} "
         f"{platform.release()}",
         f"* python {platform.python_version()}, pyarrow {pa.__version__}",
+        "* load average before the run (1/5/15 min): "
+        + " / ".join(f"{x:.1f}" for x in load_before)
+        + " (the machine was shared with other jobs; numbers are indicative)",
         f"* command: `{command}`",
         "* setup: one publisher (asyncio thread) and the subscribers on loopback; "
         f"subscribers in {args.procs} worker processes, one thread per subscription; "

@@ -66,6 +66,11 @@ class SourceRuntime:
     error_files: list[LogFile] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
+            raise RuntimeError(
+                f"source {self.name!r}: {self.log_dir} holds an ingest log from an earlier run; "
+                "use a new data_dir (resuming from a log is not supported by this version)"
+            )
         os.makedirs(self.log_dir, exist_ok=True)
         self.reader = self.source.open(self.position)
         self.explicit = getattr(self.source, "time_column", None) == "_time"

@@ -283,9 +283,10 @@ class Tracker:
         icounts = self._icounts
         ifront = self._ifront
         heap: list[int] = []  # acyclic location ids and cyclic component heads with work
-        single: dict[int, dict[Any, int]] = {}  # acyclic location id -> {time: diff}
+        single: dict[int, list[tuple[Any, int]]] = {}  # acyclic location id -> changes
         scc: dict[int, tuple[list[Any], dict[Any, dict[Any, int]]]] = {}
-        changed: list[tuple[int, Any, int]] = []
+        locs = self._locs
+        changed: list[tuple[Location, Any, int]] = []  # the result, in settle order
         revisits = False
 
         def push_cyclic(dst: int, h: int, t: Any, d: int) -> None:
@@ -305,8 +306,9 @@ class Tracker:
         def spread(lid: int, out: list[tuple[Any, int]]) -> None:
             # Record frontier changes at `lid` and queue them at its successors.
             succ = steps[lid]
+            loc = locs[lid]
             for t, d in out:
-                changed.append((lid, t, d))
+                changed.append((loc, t, d))
                 for dst, fn, h in succ:
                     if fn is None:
                         nt = t
@@ -317,10 +319,10 @@ class Tracker:
                     if h < 0:
                         bucket = single.get(dst)
                         if bucket is None:
-                            single[dst] = {nt: d}
+                            single[dst] = [(nt, d)]
                             heappush(heap, dst)
                         else:
-                            bucket[nt] = bucket.get(nt, 0) + d
+                            bucket.append((nt, d))
                     else:
                         push_cyclic(dst, h, nt, d)
 
@@ -337,10 +339,10 @@ class Tracker:
                     if h < 0:
                         bucket = single.get(lid)
                         if bucket is None:
-                            single[lid] = {t: d}
+                            single[lid] = [(t, d)]
                             heappush(heap, lid)
                         else:
-                            bucket[t] = bucket.get(t, 0) + d
+                            bucket.append((t, d))
                     else:
                         push_cyclic(lid, h, t, d)
         self._total += total
@@ -355,7 +357,7 @@ class Tracker:
                 counts = icounts[lid]
                 frontier = ifront[lid]
                 rebuild = False
-                for t, d in updates.items():
+                for t, d in updates:
                     if d:
                         c = counts.get(t, 0) + d
                         if c:
@@ -367,33 +369,77 @@ class Tracker:
                                 rebuild = not frontier or t <= frontier[0]
                             else:
                                 rebuild = _may_change(frontier, t, d)
-                if rebuild:
+                if not rebuild:
+                    continue
+                if type(t) is int:
+                    # Int frontiers are the least positive count, if any.
+                    positive = [u for u, c in counts.items() if c > 0]
+                    if positive:
+                        m = min(positive)
+                        if frontier:
+                            o = frontier[0]
+                            if o == m:
+                                continue
+                            out = [(o, -1), (m, 1)]
+                        else:
+                            out = [(m, 1)]
+                        ifront[lid] = [m]
+                    elif frontier:
+                        out = [(frontier[0], -1)]
+                        ifront[lid] = []
+                    else:
+                        continue
+                else:
                     out = _refrontier(counts, ifront, lid, frontier)
-                    if out:
-                        spread(lid, out)
+                    if out is None:
+                        continue
+                # Record the changes and queue them at the successors (as `spread`,
+                # inlined: this is the hot loop of a chain).
+                succ = steps[lid]
+                loc = locs[lid]
+                for t, d in out:
+                    changed.append((loc, t, d))
+                    for dst, fn, h in succ:
+                        if fn is None:
+                            nt = t
+                        else:
+                            nt = fn(t)
+                            if nt is None:
+                                continue
+                        if h < 0:
+                            bucket = single.get(dst)
+                            if bucket is None:
+                                single[dst] = [(nt, d)]
+                                heappush(heap, dst)
+                            else:
+                                bucket.append((nt, d))
+                        else:
+                            push_cyclic(dst, h, nt, d)
                 continue
             # A cyclic component: timely's order, one (time, location) at a time.
             work, buckets = scc[lid]
             revisits = True
             while work:
-                key = work.pop()
+                key = heappop(work)
                 at = key[1]
                 out = _apply(icounts[at], ifront, at, buckets.pop(key))
                 if out:
                     spread(at, out)
             del scc[lid]
 
-        locs = self._locs
         if revisits:
             # A location visited at several times may have reported a transient change
-            # that a later visit undid; report only the net change.
-            net: dict[tuple[int, Any], int] = {}
-            for lid, t, d in changed:
-                net[(lid, t)] = net.get((lid, t), 0) + d
-            result = [(locs[lid], t, d) for (lid, t), d in net.items() if d]
-        else:
-            result = [(locs[lid], t, d) for lid, t, d in changed]
-        return result
+            # that a later visit undid; report only the net change. (Locations are
+            # unique objects here, so their id() is a cheap key.)
+            net: dict[tuple[int, Any], list[Any]] = {}
+            for loc, t, d in changed:
+                entry = net.get((id(loc), t))
+                if entry is None:
+                    net[(id(loc), t)] = [loc, t, d]
+                else:
+                    entry[2] += d
+            return [(loc, t, d) for loc, t, d in net.values() if d]
+        return changed
 
     # -- outputs ---------------------------------------------------------------------
 

@@ -5,6 +5,10 @@
   `update_lower(changes)` and `close()`.
 * `subscribe_stream(address)` / `subscribe_group([addresses])`: blocking iterators of
   `Progress`, `Epoch` (or `Data`) and `Closed` events. They need neither Spark nor Java.
+* `subscribe(topic, catalog=None, mode="stream"|"view")`: `st.subscribe`, by name
+  (through a catalog mapping/lookup) or by address(es).
+* `subscribe_view(address, resume_from=None)`: view mode against a publisher with a
+  `HistoryProvider` (`InMemoryHistory`): `Snapshot`, then updates per time, resumable.
 * `sealtime.pubsub.protocol`: frames, messages, time encoding.
 
 See docs/pubsub.md for the design.
@@ -20,6 +24,7 @@ See docs/pubsub.md for the design.
 """
 
 from sealtime.pubsub.frontier import UpperFrontier, covered_by, merge_lowers, merge_uppers
+from sealtime.pubsub.history import HistoryProvider, InMemoryHistory
 from sealtime.pubsub.protocol import PROTOCOL_VERSION, ProtocolError
 from sealtime.pubsub.publisher import Disconnection, Publisher
 from sealtime.pubsub.subscriber import (
@@ -28,10 +33,13 @@ from sealtime.pubsub.subscriber import (
     Epoch,
     Event,
     Progress,
+    Snapshot,
     SubscribeError,
     Subscription,
+    subscribe,
     subscribe_group,
     subscribe_stream,
+    subscribe_view,
 )
 
 __all__ = [
@@ -41,15 +49,20 @@ __all__ = [
     "Disconnection",
     "Epoch",
     "Event",
+    "HistoryProvider",
+    "InMemoryHistory",
     "Progress",
     "ProtocolError",
     "Publisher",
+    "Snapshot",
     "SubscribeError",
     "Subscription",
     "UpperFrontier",
     "covered_by",
     "merge_lowers",
     "merge_uppers",
+    "subscribe",
     "subscribe_group",
     "subscribe_stream",
+    "subscribe_view",
 ]

@@ -347,14 +347,7 @@ class Close:
     reason: str
 
 
-Message = (
-    Hello
-    | InitialFrontierSnapshot
-    | LowerFrontierUpdate
-    | DataMessage
-    | ViewSnapshot
-    | Close
-)
+Message = Hello | InitialFrontierSnapshot | LowerFrontierUpdate | DataMessage | ViewSnapshot | Close
 
 
 # --------------------------------------------------------------------------- encoding

@@ -581,7 +581,7 @@ class Publisher:
                 reason, send_close = f"protocol error: {exc}", True
                 return
             if exc is not None:
-                reason = f"connection lost during handshake: {exc or type(exc).__name__}"
+                reason = f"connection lost during handshake: {_describe(exc)}"
                 return
             hello = hello_task.result()
             problem = self._check_hello(hello)
@@ -592,6 +592,9 @@ class Publisher:
                 sub = self._register(peer, hello)
             except _Refused as refused:
                 reason, send_close = str(refused), True
+                return
+            except Exception as exc:  # e.g. a history provider failing: refuse, keep serving
+                reason, send_close = f"cannot serve this subscriber: {_describe(exc)}", True
                 return
             if sub is None:
                 reason, send_close = self._close_reason, True
@@ -611,7 +614,7 @@ class Publisher:
                 if isinstance(exc, ProtocolError):
                     sub.set_reason(f"protocol error: {exc}", send_close=True)
                 elif exc is not None:
-                    sub.set_reason(f"connection lost: {exc or type(exc).__name__}", False)
+                    sub.set_reason(f"connection lost: {_describe(exc)}", send_close=False)
             sub.set_reason("connection ended", send_close=False)
             reason, send_close = sub.reason or reason, sub.send_close
             recorded = reason.startswith("fell behind")  # recorded when it was cut
@@ -694,7 +697,10 @@ class Publisher:
         frames = []
         if resume is None:
             start = lower
-            frames.append(encode_message(ViewSnapshot(lower, history.snapshot(lower))))
+            rows = history.snapshot(lower)
+            if rows.num_rows == 0 and self._schema is not None:
+                rows = self._schema.empty_table()
+            frames.append(encode_message(ViewSnapshot(lower, rows)))
         else:
             if since is not None and not since.less_equal_antichain(resume):
                 raise _Refused(
@@ -785,6 +791,10 @@ class Publisher:
             await asyncio.wait(handlers, timeout=2)
         for task in self._handlers:
             task.cancel()
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
 
 
 async def _discard_until_eof(reader: asyncio.StreamReader) -> None:

@@ -63,8 +63,10 @@ from sealtime.pubsub.protocol import (
     LowerFrontierUpdate,
     Message,
     ProtocolError,
+    ViewSnapshot,
     decode_time,
     encode_message,
+    normalize_time,
 )
 from sealtime.time import Antichain, MutableAntichain, sorted_times
 
@@ -75,11 +77,14 @@ __all__ = [
     "Epoch",
     "Event",
     "Progress",
+    "Snapshot",
     "SubscribeError",
     "Subscription",
     "parse_address",
+    "subscribe",
     "subscribe_group",
     "subscribe_stream",
+    "subscribe_view",
 ]
 
 Address = str | tuple[str, int]
@@ -123,6 +128,18 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """View mode: the accumulated contents (rows with `_diff`) of all times not ≥ `as_of`.
+
+    >>> Snapshot(Antichain([5]), pa.Table.from_arrays([pa.array([1])], names=["_diff"])).as_of
+    Antichain([5])
+    """
+
+    as_of: Antichain[Any]
+    table: pa.Table
+
+
+@dataclass(frozen=True)
 class Closed:
     """The subscription ended (always the last event).
 
@@ -133,7 +150,7 @@ class Closed:
     reason: str
 
 
-Event = Data | Epoch | Progress | Closed
+Event = Data | Epoch | Progress | Snapshot | Closed
 
 
 class SubscribeError(ConnectionError):
@@ -160,7 +177,7 @@ def parse_address(address: Address) -> tuple[str, int]:
 
 
 class _Conn:
-    __slots__ = ("sock", "addr", "decoder", "hello", "snapshot", "lower", "done", "label")
+    __slots__ = ("sock", "addr", "decoder", "hello", "snapshot", "view", "lower", "done", "label")
 
     def __init__(self, sock: socket.socket, addr: tuple[str, int], decoder: FrameDecoder) -> None:
         self.sock = sock
@@ -168,6 +185,7 @@ class _Conn:
         self.decoder = decoder
         self.hello: Hello | None = None
         self.snapshot: InitialFrontierSnapshot | None = None
+        self.view: ViewSnapshot | None = None
         self.lower: MutableAntichain[Any] = MutableAntichain()
         self.done = False
         self.label = f"{addr[0]}:{addr[1]}"
@@ -195,9 +213,22 @@ class Subscription:
         timeout: float | None = 10.0,
         idle_timeout: float | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        mode: str = "stream",
+        resume: Iterable[Any] | None = None,
     ) -> None:
         if not addresses:
             raise ValueError("subscribe to at least one address")
+        if mode not in ("stream", "view"):
+            raise ValueError(f"mode must be 'stream' or 'view', not {mode!r}")
+        if mode == "view":
+            if len(addresses) != 1:
+                raise ValueError("view subscriptions are per partition (one address)")
+            filter, atomic = False, True  # history makes every epoch whole
+        elif resume is not None:
+            raise ValueError("resume is for view subscriptions (stream mode keeps no history)")
+        self._mode = mode
+        self._resume = None if resume is None else Antichain(normalize_time(t) for t in resume)
+        self._awaiting_sync = mode == "view"  # first Progress after the history replay
         self._filter = filter
         self._atomic = atomic
         self._idle_timeout = idle_timeout
@@ -240,7 +271,11 @@ class Subscription:
                 conn.decoder.skip = self._skip
             conn.sock.setblocking(False)
             self._selector.register(conn.sock, selectors.EVENT_READ, conn)
-        self._events.append(Progress(self.lower))
+        view = self._conns[0].view
+        if view is not None:
+            self._events.append(Snapshot(view.as_of, view.rows))
+        if not self._awaiting_sync:
+            self._events.append(Progress(self.lower))
         for conn in self._conns:  # frames received together with the snapshot
             self._drain(conn)
 
@@ -263,15 +298,19 @@ class Subscription:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = _Conn(sock, addr, FrameDecoder(max_frame_size=max_frame))
         try:
-            sock.sendall(encode_message(Hello(role="subscriber", max_frame=max_frame)))
+            hello = Hello(
+                role="subscriber", max_frame=max_frame, mode=self._mode, resume=self._resume
+            )
+            sock.sendall(encode_message(hello))
         except OSError as exc:
             sock.close()
             raise SubscribeError(f"cannot send hello to {conn.label}: {exc}") from exc
         return conn
 
     def _handshake(self, conn: _Conn, deadline: float | None) -> None:
-        """Read the publisher's Hello and InitialFrontierSnapshot, and nothing more."""
-        while conn.snapshot is None:
+        """Read the publisher's Hello and InitialFrontierSnapshot (+ ViewSnapshot), no more."""
+        want_view = self._mode == "view" and self._resume is None
+        while conn.snapshot is None or (want_view and conn.view is None):
             try:
                 msg = conn.decoder.next_message()
             except ProtocolError as exc:
@@ -305,8 +344,10 @@ class Subscription:
                         f"{msg.version}, this subscriber {PROTOCOL_VERSION}"
                     )
                 conn.hello = msg
-            elif isinstance(msg, InitialFrontierSnapshot):
+            elif isinstance(msg, InitialFrontierSnapshot) and conn.snapshot is None:
                 conn.snapshot = msg
+            elif isinstance(msg, ViewSnapshot) and want_view and conn.snapshot is not None:
+                conn.view = msg
             else:
                 raise SubscribeError(
                     f"{conn.label}: expected the frontier snapshot, got {msg!r:.100}"
@@ -418,7 +459,7 @@ class Subscription:
     def _on_message(self, conn: _Conn, msg: Message) -> None:
         if isinstance(msg, DataMessage):
             t = msg.time
-            if not conn.lower.less_equal(t):
+            if not conn.lower.less_equal(t) and not self._awaiting_sync:
                 raise ProtocolError(f"data at time {t!r}, which the publisher already completed")
             if self._filter and covered_by(self._upper_elements, t):
                 return  # normally skipped unread by the decoder already
@@ -428,7 +469,8 @@ class Subscription:
                 self._events.append(Data(t, msg.rows, conn.hello.partition if conn.hello else 0))
         elif isinstance(msg, LowerFrontierUpdate):
             conn.lower.update_iter(msg.updates)
-            if self._merged.update_iter(msg.updates):
+            if self._merged.update_iter(msg.updates) or self._awaiting_sync:
+                self._awaiting_sync = False
                 self._advance(self._merged.frontier())
         elif isinstance(msg, Close):
             self._lost(conn, msg.reason)
@@ -589,4 +631,113 @@ def subscribe_group(
         timeout=timeout,
         idle_timeout=idle_timeout,
         max_frame_size=max_frame_size,
+    )
+
+
+def subscribe_view(
+    address: Address,
+    resume_from: Iterable[Any] | None = None,
+    *,
+    timeout: float | None = 10.0,
+    idle_timeout: float | None = None,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+) -> Subscription:
+    """Subscribe to a view (a publisher with history): snapshot, then updates, resumable.
+
+    Without `resume_from` the first event is `Snapshot(as_of, table)`: the accumulated
+    updates (rows with `_diff`) of every time not ≥ `as_of` (the publisher's lower
+    frontier). Then, for each time as it completes, `Epoch(time, updates)` and
+    `Progress(lower)`. To continue after a disconnection with no gap and no duplicate,
+    pass the `lower` of the last `Progress` received as `resume_from`: the publisher
+    replays every update at a time ≥ it (no snapshot), then goes on live.
+
+    >>> from sealtime.pubsub.publisher import Publisher
+    >>> from sealtime.pubsub.history import InMemoryHistory
+    >>> upd = lambda k, d: pa.Table.from_arrays([pa.array([k]), pa.array([d])], names=["k", "_diff"])
+    >>> pub = Publisher("v", history=InMemoryHistory()).start()
+    >>> pub.send(0, upd("a", 1)); _ = pub.advance_lower([1])
+    >>> sub = subscribe_view(pub.address)
+    >>> [type(sub.next_event(timeout=10)).__name__ for _ in range(2)]
+    ['Snapshot', 'Progress']
+    >>> pub.send(1, upd("a", -1)); _ = pub.advance_lower([2]); sub.close()
+    >>> again = subscribe_view(pub.address, resume_from=[1])
+    >>> [(type(e).__name__, getattr(e, "time", None)) for e in (again.next_event(timeout=10) for _ in range(2))]
+    [('Epoch', 1), ('Progress', None)]
+    >>> again.close(); pub.close()
+    """
+    return Subscription(
+        [address],
+        mode="view",
+        resume=resume_from,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        max_frame_size=max_frame_size,
+    )
+
+
+def _resolve(topic: Any, catalog: Any) -> list[Address]:
+    if catalog is None:
+        if isinstance(topic, tuple) or (isinstance(topic, str) and ":" in topic):
+            return [topic]
+        if isinstance(topic, list | tuple) and topic:
+            return list(topic)
+        raise ValueError(
+            f"cannot resolve {topic!r}: pass a catalog, or an address 'host:port' "
+            "or a list of partition addresses"
+        )
+    lookup = getattr(catalog, "lookup", None)
+    if lookup is not None:
+        found = lookup(topic)
+    elif isinstance(catalog, dict):
+        if topic not in catalog:
+            raise KeyError(f"topic {topic!r} is not in the catalog (known: {sorted(catalog)})")
+        found = catalog[topic]
+    else:
+        raise TypeError(
+            f"catalog {catalog!r} is not supported here yet: pass a mapping "
+            "topic -> address(es) or an object with lookup(topic)"
+        )
+    return [found] if isinstance(found, str | tuple) else list(found)
+
+
+def subscribe(
+    topic: Any,
+    catalog: Any = None,
+    mode: str = "stream",
+    *,
+    filter: bool = True,
+    atomic: bool = True,
+    resume_from: Iterable[Any] | None = None,
+    timeout: float | None = 10.0,
+    idle_timeout: float | None = None,
+) -> Subscription:
+    """`st.subscribe`: subscribe to a published stream or view by name or address.
+
+    * `topic`: a name looked up in `catalog`, or directly an address (`"host:port"` or
+      `(host, port)`) or a list of partition addresses (a group subscription).
+    * `catalog`: a mapping `name -> address(es)` or any object with `lookup(name)`
+      returning them (the coordinator's catalog plugs in here).
+    * `mode`: `"stream"` (`subscribe_stream` / `subscribe_group`) or `"view"`
+      (`subscribe_view`, one partition, optional `resume_from`).
+
+    >>> subscribe("prices", catalog={"prices": "127.0.0.1:1"}, timeout=2)
+    Traceback (most recent call last):
+    ...
+    sealtime.pubsub.subscriber.SubscribeError: cannot connect to 127.0.0.1:1: ...
+    >>> subscribe("prices", catalog={})
+    Traceback (most recent call last):
+    ...
+    KeyError: "topic 'prices' is not in the catalog (known: [])"
+    """
+    addresses = _resolve(topic, catalog)
+    if mode == "view":
+        if len(addresses) != 1:
+            raise ValueError("view subscriptions are per partition (one address)")
+        return subscribe_view(addresses[0], resume_from, timeout=timeout, idle_timeout=idle_timeout)
+    if mode != "stream":
+        raise ValueError(f"mode must be 'stream' or 'view', not {mode!r}")
+    if resume_from is not None:
+        raise ValueError("resume_from is for view subscriptions (stream mode keeps no history)")
+    return Subscription(
+        addresses, filter=filter, atomic=atomic, timeout=timeout, idle_timeout=idle_timeout
     )

@@ -615,7 +615,10 @@ def test_shard_matches_brute_force_model(store, tmp_path, program, data):
 
 
 def test_snapshot_spark_and_spark_written_batches(spark, tmp_path):
-    # Spark does not care which metadata store is used: one (SQLite) variant keeps it quick.
+    from pyspark.sql import functions as F
+
+    # Spark does not care which metadata store is used: one (SQLite) variant keeps it quick,
+    # and everything is checked with a single write job and a single collect.
     store = MetadataStore.open(tmp_path / "meta.db")
     shard = Shard.create(store, "s", SCHEMA, tmp_path / "data")
     shard.compare_and_append(
@@ -625,18 +628,29 @@ def test_snapshot_spark_and_spark_written_batches(spark, tmp_path):
     staging = shard.new_staging_path()
     df.coalesce(1).write.parquet(staging)
     assert shard.compare_and_append([staging], 3, 5).ok
-    got = shard.snapshot_spark(spark, 4)
-    assert got.columns == ["w", "_time", "_diff"]
-    rows = {(r["w"], r["_time"]): r["_diff"] for r in got.collect()}
-    assert rows == dict(as_multiset(shard.snapshot_arrow(4))) == {("a", 4): 1, ("c", 4): 2}
+    snap = shard.snapshot_spark(spark, 4)
+    assert snap.columns == ["w", "_time", "_diff"]
     events = collect(shard.listen(1), until_upper=5)
-    listened = events[0].to_spark(spark).union(events[1].to_spark(spark))
     empty = Shard.create(store, "empty", SCHEMA, tmp_path / "data")
     empty.compare_and_append(updates(), 0, 1).expect_ok()
-    listened = listened.union(empty.snapshot_spark(spark, 0))
-    assert sorted(tuple(r) for r in listened.collect()) == sorted(
+    parts = [
+        ("snapshot", snap),
+        ("listen", events[0].to_spark(spark)),
+        ("listen", events[1].to_spark(spark)),
+        ("empty", empty.snapshot_spark(spark, 0)),
+    ]
+    combined = parts[0][1].withColumn("part", F.lit(parts[0][0]))
+    for tag, part in parts[1:]:
+        combined = combined.unionByName(part.withColumn("part", F.lit(tag)))
+    got = collections.defaultdict(list)
+    for r in combined.collect():
+        got[r["part"]].append((r["w"], r["_time"], r["_diff"]))
+    assert sorted(got["snapshot"]) == [("a", 4, 1), ("c", 4, 2)]
+    assert as_multiset(updates(*got["snapshot"])) == as_multiset(shard.snapshot_arrow(4))
+    assert sorted(got["listen"]) == sorted(
         [("b", 1, 1), ("a", 2, 1), ("b", 2, -1), ("c", 3, 1), ("a", 4, -1), ("c", 4, 1)]
     )
+    assert got["empty"] == []
     store.close()
 
 
