@@ -1,6 +1,6 @@
 """The `sealtime` command.
 
-    sealtime demo [--seconds 30] [--data-dir DIR] [--rate 5000]
+sealtime demo [--seconds 30] [--data-dir DIR] [--rate 5000]
 """
 
 from __future__ import annotations
@@ -51,7 +51,10 @@ def demo(args: argparse.Namespace) -> int:
         "channels",
         st.sources.Rows(
             {"channel": "string", "owner": "string"},
-            [(0, {"channel": c, "owner": o}) for c, o in zip(CHANNELS, ["apple.com", "google.com", "meta.com", "baidu.com", "-"])],
+            [
+                (0, {"channel": c, "owner": o})
+                for c, o in zip(CHANNELS, ["apple.com", "google.com", "meta.com", "baidu.com", "-"])
+            ],
         ),
     )
     windowed = bids.window(st.Tumbling(args.window))
@@ -75,7 +78,9 @@ def demo(args: argparse.Namespace) -> int:
 
     enriched.sink(st.sinks.Callback(show("max price and bids per channel")))
     top3.sink(st.sinks.Callback(show("top-3 bids")))
-    bids.late.sink(st.sinks.Callback(lambda t, lo, hi: print(f"  ({t.num_rows} late bid(s) routed to `late`)")))
+    bids.late.sink(
+        st.sinks.Callback(lambda t, lo, hi: print(f"  ({t.num_rows} late bid(s) routed to `late`)"))
+    )
 
     started = time.time()
     state = {"rows": 0}
@@ -98,7 +103,9 @@ def demo(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("interrupted")
     m = flow.metrics()["sources"]["bids"]
-    print(f"\ndone: {m['rows']:,} events, {m['late']} late, windows in {os.path.join(data_dir, 'out', 'windows')}")
+    print(
+        f"\ndone: {m['rows']:,} events, {m['late']} late, windows in {os.path.join(data_dir, 'out', 'windows')}"
+    )
     return 0
 
 
@@ -107,9 +114,13 @@ class _Stop(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sealtime", description="sealtime: stream processing with consistent time")
+    parser = argparse.ArgumentParser(
+        prog="sealtime", description="sealtime: stream processing with consistent time"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="run a live generator -> windows -> join pipeline on local Spark")
+    d = sub.add_parser(
+        "demo", help="run a live generator -> windows -> join pipeline on local Spark"
+    )
     d.add_argument("--seconds", type=float, default=30.0, help="how long to run (default 30)")
     d.add_argument("--data-dir", default=os.path.join("data", "demo"))
     d.add_argument("--rate", type=int, default=5000, help="events per second")

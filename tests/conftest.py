@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "ci",
@@ -32,6 +32,12 @@ def examples(ci: int, dev: int | None = None) -> int:
     if IN_CI:
         return ci
     return dev if dev is not None else max(10, ci // 5)
+
+
+def spark_settings(max_examples: int) -> settings:
+    """Settings for properties whose examples run Spark jobs (seconds each): no shrinking
+    (it could take far longer than the run; the failing example is printed as found)."""
+    return settings(max_examples=max_examples, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
 @pytest.fixture(scope="session")

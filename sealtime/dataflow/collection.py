@@ -70,7 +70,9 @@ class Collection:
         return f"Collection({self._node.describe()}, columns={self.columns})"
 
     # ------------------------------------------------------------------ stateless
-    def _derive(self, kind: str, name: str, fn: Callable[[DataFrame], DataFrame], **extra: Any) -> Collection:
+    def _derive(
+        self, kind: str, name: str, fn: Callable[[DataFrame], DataFrame], **extra: Any
+    ) -> Collection:
         """A per-row operator given as a function of the input delta DataFrame."""
         probe = fn(self._flow._empty_delta(self._node.schema))
         missing = [c for c in ("_time", "_diff") if c not in probe.columns]
@@ -85,7 +87,9 @@ class Collection:
             params={"fn": fn, **extra},
             monotonic=self._node.monotonic,
             window=self._node.window if self._keeps_window(schema) else None,
-            priority_column=self._node.priority_column if self._node.priority_column in schema.names else None,
+            priority_column=self._node.priority_column
+            if self._node.priority_column in schema.names
+            else None,
         )
         return self._flow._add(node)
 
@@ -106,7 +110,9 @@ class Collection:
         cols = list(columns)
         return self._derive("map", "select", lambda df: df.select(*cols, "_time", "_diff"))
 
-    def with_columns(self, columns: Mapping[str, Column] | None = None, **named: Column) -> Collection:
+    def with_columns(
+        self, columns: Mapping[str, Column] | None = None, **named: Column
+    ) -> Collection:
         """Add or replace columns given as Spark Column expressions.
 
         >>> # orders.with_columns(total=F.col("qty") * F.col("price"))
@@ -130,7 +136,7 @@ class Collection:
         """
         if len(exploded) != 1:
             raise ValueError("flat_map takes exactly one name=array_expression")
-        (name, expr), = exploded.items()
+        ((name, expr),) = exploded.items()
         return self._derive("map", "flat_map", lambda df: df.withColumn(name, F.explode(expr)))
 
     def map(self, fn: Callable[[DataFrame], DataFrame]) -> Collection:
@@ -169,10 +175,14 @@ class Collection:
             if o._flow is not self._flow:
                 raise ValueError("union: collections belong to different dataflows")
             if sorted(o.columns) != sorted(names):
-                raise ValueError(f"union: columns differ: {names} vs {o.columns}; select the same columns first")
+                raise ValueError(
+                    f"union: columns differ: {names} vs {o.columns}; select the same columns first"
+                )
         schema = self._node.schema
         if priority_column is not None:
-            schema = T.StructType(list(schema.fields) + [T.StructField(priority_column, T.IntegerType(), False)])
+            schema = T.StructType(
+                list(schema.fields) + [T.StructField(priority_column, T.IntegerType(), False)]
+            )
         specs = {n.window for n in nodes}
         node = Node(
             "union",
@@ -194,7 +204,9 @@ class Collection:
         """
         if not isinstance(spec, WindowSpec):
             raise TypeError(f"window() takes st.Tumbling, st.Sliding or st.Session, got {spec!r}")
-        fields = [f for f in self._node.schema.fields if f.name not in ("window_start", "window_end")]
+        fields = [
+            f for f in self._node.schema.fields if f.name not in ("window_start", "window_end")
+        ]
         if not isinstance(spec, Session):
             fields += [
                 T.StructField("window_start", T.LongType(), False),
@@ -228,7 +240,9 @@ class Collection:
         return self._flow._add(node)
 
     # ------------------------------------------------------------------ stateful
-    def aggregate(self, by: str | Sequence[str] | None = None, **aggregates: Aggregate) -> Collection:
+    def aggregate(
+        self, by: str | Sequence[str] | None = None, **aggregates: Aggregate
+    ) -> Collection:
         """Group by `by` and compute named aggregates (``st.sum``, ``st.count``, ...).
 
         Over a windowed collection the window columns join the key and each window is
@@ -241,20 +255,30 @@ class Collection:
             raise ValueError("aggregate() needs at least one name=st.<aggregate>(...)")
         for name, agg in aggregates.items():
             if not isinstance(agg, Aggregate):
-                raise TypeError(f"aggregate({name}=...) takes st.sum/count/min/max/avg/count_distinct")
+                raise TypeError(
+                    f"aggregate({name}=...) takes st.sum/count/min/max/avg/count_distinct"
+                )
         spec = self._node.window
         group = self._window_key(keys)
         types = {f.name: f for f in self._node.schema.fields}
-        out_fields = [types[k] if k in types else T.StructField(k, T.LongType(), False) for k in group]
+        out_fields = [
+            types[k] if k in types else T.StructField(k, T.LongType(), False) for k in group
+        ]
         probe = self._flow._spark.createDataFrame([], self._node.schema)
         from ..spark.reduce import AggregateReducer
 
         reducer = AggregateReducer(aggregates, self._node.schema)
-        probe = reducer(probe.withColumn("_cnt", F.lit(1).cast("long")), [k for k in group if k in types])
+        probe = reducer(
+            probe.withColumn("_cnt", F.lit(1).cast("long")), [k for k in group if k in types]
+        )
         out_fields += [f for f in probe.schema.fields if f.name in aggregates]
-        return self._reduce("aggregate", keys, {"aggregates": dict(aggregates)}, T.StructType(out_fields), spec)
+        return self._reduce(
+            "aggregate", keys, {"aggregates": dict(aggregates)}, T.StructType(out_fields), spec
+        )
 
-    def top_k(self, by: str | Sequence[str] | None = None, order_by: str | Sequence[str] = (), k: int = 1) -> Collection:
+    def top_k(
+        self, by: str | Sequence[str] | None = None, order_by: str | Sequence[str] = (), k: int = 1
+    ) -> Collection:
         """The first `k` rows per group of `by`, ordered by `order_by` (``"-col"`` is
         descending). Ties are broken by the union priority column, then by the other
         columns, so the result never depends on arrival order."""
@@ -281,7 +305,9 @@ class Collection:
         spec = self._node.window
         if spec is None:
             return keys
-        return ["window_start", "window_end"] + [k for k in keys if k not in ("window_start", "window_end")]
+        return ["window_start", "window_end"] + [
+            k for k in keys if k not in ("window_start", "window_end")
+        ]
 
     def _reduce(self, what: str, keys, params, schema, spec) -> Collection:
         windowed = spec is not None

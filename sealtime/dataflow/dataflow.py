@@ -106,14 +106,18 @@ class Dataflow:
         if any(n.kind == "source" and n.name == name for n in self._nodes):
             raise ValueError(f"Dataflow: a source named {name!r} exists already")
         if not isinstance(source, Source):
-            raise TypeError(f"source {name!r}: expected a sealtime Source, got {type(source).__name__}")
+            raise TypeError(
+                f"source {name!r}: expected a sealtime Source, got {type(source).__name__}"
+            )
         explicit = getattr(source, "time_column", None) == "_time"
         if lateness is not None and time is None:
             raise ValueError(
                 f"source {name!r}: lateness={lateness!r} needs time='<event time column>'; "
                 "ingestion-time sources are never late"
             )
-        lateness_ms = parse_duration(lateness, f"source {name!r} lateness") if lateness is not None else None
+        lateness_ms = (
+            parse_duration(lateness, f"source {name!r} lateness") if lateness is not None else None
+        )
         names = [n for n in source.schema.names if n not in ("_time", "_diff")]
         spark_schema = self._spark_schema(source.schema, names)
         node = Node(
@@ -121,11 +125,19 @@ class Dataflow:
             name,
             [],
             spark_schema,
-            params={"source": source, "time": time, "lateness": lateness_ms, "max_rows": max_rows_per_tick},
+            params={
+                "source": source,
+                "time": time,
+                "lateness": lateness_ms,
+                "max_rows": max_rows_per_tick,
+            },
             monotonic=not explicit or bool(getattr(source, "monotonic", False)),
         )
         if explicit and hasattr(source, "table"):
-            node.monotonic = bool(pa.compute.all(pa.compute.greater(source.table.column("_diff"), 0)).as_py() or source.table.num_rows == 0)
+            node.monotonic = bool(
+                pa.compute.all(pa.compute.greater(source.table.column("_diff"), 0)).as_py()
+                or source.table.num_rows == 0
+            )
         self._add(node)
         return SourceCollection(self, node)
 
@@ -140,8 +152,17 @@ class Dataflow:
             if which == "late":
                 fields = list(node.schema.fields) + [T.StructField("reason", T.StringType(), True)]
             else:
-                fields = [T.StructField("raw", T.StringType(), True), T.StructField("reason", T.StringType(), True)]
-            out = Node("source_output", f"{node.name}.{which}", [node], T.StructType(fields), params={"output": which})
+                fields = [
+                    T.StructField("raw", T.StringType(), True),
+                    T.StructField("reason", T.StringType(), True),
+                ]
+            out = Node(
+                "source_output",
+                f"{node.name}.{which}",
+                [node],
+                T.StructType(fields),
+                params={"output": which},
+            )
             self._add(out)
             self._source_outputs[key] = Collection(self, out)
         return self._source_outputs[key]
@@ -234,7 +255,12 @@ class Dataflow:
         return {
             "ticks": self._engine.tick_no,
             "sources": {
-                s.name: {"rows": s.rows_in, "late": s.late_count, "errors": s.error_count, "frontier": s.frontier}
+                s.name: {
+                    "rows": s.rows_in,
+                    "late": s.late_count,
+                    "errors": s.error_count,
+                    "frontier": s.frontier,
+                }
                 for s in self._engine.sources.values()
             },
         }
@@ -264,11 +290,18 @@ class Dataflow:
         table = df.select(*cols).toArrow()
         if table.num_rows == 0:
             return table
-        return table.sort_by([("_time", "ascending")] + [(c, "ascending") for c in node.columns if _sortable(table, c)])
+        return table.sort_by(
+            [("_time", "ascending")]
+            + [(c, "ascending") for c in node.columns if _sortable(table, c)]
+        )
 
     def _to_spark(self, node: Node, as_of: int | None) -> DataFrame:
         self._require_record("to_spark()")
-        df = self._engine.trace_frame(node) if self._engine is not None else self._empty_delta(node.schema)
+        df = (
+            self._engine.trace_frame(node)
+            if self._engine is not None
+            else self._empty_delta(node.schema)
+        )
         if as_of is not None:
             df = df.filter(F.col("_time") <= as_of)
         acc = df.groupBy(*node.columns).agg(F.sum("_diff").alias("_cnt")).filter(F.col("_cnt") != 0)

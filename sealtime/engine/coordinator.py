@@ -88,10 +88,10 @@ class Engine:
         self.tracker = FrontierTracker(self.nodes)
 
     # ------------------------------------------------------------------ runtimes
-    def _checkpoint(self, df: DataFrame) -> DataFrame:
+    def _checkpoint(self, df: DataFrame | None) -> DataFrame | None:
         # Materialise and cut the lineage: state is rebuilt from its previous value every
         # tick, so without this the query plan would grow with the number of ticks.
-        return df.localCheckpoint(eager=True)
+        return None if df is None else df.localCheckpoint(eager=True)
 
     def _make_runtime(self, node: Node) -> Any:
         p = node.params
@@ -102,7 +102,9 @@ class Engine:
                 reducer = AggregateReducer(p["aggregates"], src.schema)
                 values = reducer.value_columns
             else:
-                by = p["by"] + (["window_start", "window_end"] if node.kind == "windowed_reduce" else [])
+                by = p["by"] + (
+                    ["window_start", "window_end"] if node.kind == "windowed_reduce" else []
+                )
                 reducer = TopKReducer(p["k"], p["order_by"], src.schema, by, src.priority_column)
                 values = [c for c in src.columns if c not in by]
             if node.kind == "reduce":
@@ -134,7 +136,10 @@ class Engine:
         for node in self.nodes:
             hi = frontiers[node.id]
             lo = self.done[node.id]
-            inputs = [self._input(node, port, inp, outputs, frontiers, hi) for port, inp in enumerate(node.inputs)]
+            inputs = [
+                self._input(node, port, inp, outputs, frontiers, hi)
+                for port, inp in enumerate(node.inputs)
+            ]
             if lo == hi:
                 outputs[node.id] = None
                 continue
@@ -151,10 +156,17 @@ class Engine:
                 lo, hi = sealed[node.id]
                 sink.commit(outputs[node.id], lo, hi, self._commit_info(node))
         frontier = f_min([frontiers[n.id] for n in self.nodes]) if self.nodes else None
-        return TickReport(self.tick_no, into, frontier, rows_in, _time.perf_counter() - started, sealed)
+        return TickReport(
+            self.tick_no, into, frontier, rows_in, _time.perf_counter() - started, sealed
+        )
 
     def _commit_info(self, node: Node) -> dict[str, Any]:
-        return {"tick": self.tick_no, "spark": self.spark, "schema": node.schema, "collection": node.name}
+        return {
+            "tick": self.tick_no,
+            "spark": self.spark,
+            "schema": node.schema,
+            "collection": node.name,
+        }
 
     def _input(self, node, port, inp, outputs, frontiers, hi) -> DataFrame | None:
         d = union_all([self.pending.pop((node.id, port), None), outputs.get(inp.id)])
@@ -166,7 +178,9 @@ class Engine:
         self.pending[(node.id, port)] = self._checkpoint(d.filter(F.col(TIME) >= hi))
         return d.filter(F.col(TIME) < hi)
 
-    def _run(self, node: Node, inputs: list[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+    def _run(
+        self, node: Node, inputs: list[DataFrame | None], lo: int, hi: int | None
+    ) -> DataFrame | None:
         kind = node.kind
         if kind == "source":
             return self._read_source(node, "main", lo, hi)
@@ -176,7 +190,13 @@ class Engine:
         if kind == "map":
             return None if d is None else node.params["fn"](d)
         if kind == "window":
-            return None if d is None else assign_windows(d, node.params["spec"]) if node.params["spec"].per_row else d
+            return (
+                None
+                if d is None
+                else assign_windows(d, node.params["spec"])
+                if node.params["spec"].per_row
+                else d
+            )
         if kind == "negate":
             return None if d is None else d.withColumn(DIFF, -F.col(DIFF))
         if kind == "consolidate":
@@ -213,7 +233,8 @@ class Engine:
         paths = src.files_for(which, lo, hi)
         if not paths:
             return None
-        df = self.spark.read.parquet(*paths)
+        # An explicit schema spares Spark a job to infer it from the files' footers.
+        df = self.spark.read.schema(src.spark_schema(which)).parquet(*paths)
         cond = F.col(TIME) >= lo
         if hi is not None:
             cond = cond & (F.col(TIME) < hi)
@@ -223,7 +244,9 @@ class Engine:
             return df.filter(F.col("_late").isNull()).select(*data, TIME, DIFF)
         if which == "late":
             cols = [c for c in src.source.schema.names]
-            return df.filter(F.col("_late").isNotNull()).select(*cols, F.col("_late").alias("reason"), TIME, DIFF)
+            return df.filter(F.col("_late").isNotNull()).select(
+                *cols, F.col("_late").alias("reason"), TIME, DIFF
+            )
         return df.select("raw", "reason", TIME, DIFF)
 
     # ------------------------------------------------------------------ traces
@@ -241,7 +264,10 @@ class Engine:
         if not parts:
             schema = T.StructType(
                 list(node.schema.fields)
-                + [T.StructField(TIME, T.LongType(), False), T.StructField(DIFF, T.LongType(), False)]
+                + [
+                    T.StructField(TIME, T.LongType(), False),
+                    T.StructField(DIFF, T.LongType(), False),
+                ]
             )
             return self.spark.createDataFrame([], schema)
         return consolidate(union_all(parts), node.columns + [TIME])
@@ -250,7 +276,9 @@ class Engine:
         return self.done[node.id]
 
     def finished(self) -> bool:
-        return all(s.exhausted for s in self.sources.values()) and all(v is None for v in self.done.values())
+        return all(s.exhausted for s in self.sources.values()) and all(
+            v is None for v in self.done.values()
+        )
 
 
 Clock = Callable[[], float]

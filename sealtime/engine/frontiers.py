@@ -39,35 +39,65 @@ def f_le(a: int | None, b: int | None) -> bool:
 
 
 class FrontierTracker:
-    """Frontier at every node's input, given the sources' frontiers."""
+    """Frontier at every node's inputs, given the sources' frontiers, computed by the
+    progress tracker: each source holds a capability at its frontier; each operator is a
+    node with one output and identity summaries from every input to it.
+
+    >>> from sealtime.dataflow.plan import Node
+    >>> a = Node("source", "a", [], None, id=0); b = Node("source", "b", [], None, id=1)
+    >>> j = Node("join", "j", [a, b], None, id=2)
+    >>> ft = FrontierTracker([a, b, j])
+    >>> ft.advance({0: 10, 1: 4})[2], ft.advance({0: 10, 1: None})[2], ft.advance({0: None, 1: None})[2]
+    (4, 10, None)
+    """
 
     def __init__(self, nodes: Sequence[Node]) -> None:
+        from ..progress import GraphBuilder, Source, Target
+        from .ingest import MIN_TIME
+
         self.nodes = list(nodes)
-        self._tracker = _ProgressGraph(self.nodes)
+        builder = GraphBuilder()
+        for node in self.nodes:
+            builder.add_node(node.id, len(node.inputs), 1, name=node.describe())
+        for node in self.nodes:
+            for port, inp in enumerate(node.inputs):
+                builder.add_edge(Source(inp.id, 0), Target(node.id, port))
+        self.tracker = builder.build()
+        self._target = Target
+        self.capabilities = {
+            n.id: self.tracker.capability(Source(n.id, 0), MIN_TIME)
+            for n in self.nodes
+            if not n.inputs
+        }
+        self.tracker.propagate_all()
 
     def advance(self, sources: Mapping[int, int | None]) -> dict[int, int | None]:
-        return self._tracker.advance(sources)
-
-
-class _ProgressGraph:
-    """Wraps `sealtime.progress.Tracker` over the plan's graph."""
-
-    def __init__(self, nodes: Sequence[Node]) -> None:
-        self.nodes = nodes
-        self.current: dict[int, int | None] = {}
-        try:
-            from ..progress import GraphBuilder  # noqa: F401
-        except ImportError:  # pragma: no cover - until the progress package lands
-            self.backend = None
-        else:
-            self.backend = None
-
-    def advance(self, sources: Mapping[int, int | None]) -> dict[int, int | None]:
+        """Move the sources' capabilities to their new frontiers (None = finished) and
+        return the frontier at every node (a source's is its own)."""
+        for nid, frontier in sources.items():
+            cap = self.capabilities.get(nid)
+            if cap is None or cap.dropped:
+                continue
+            if frontier is None:
+                cap.drop()
+            elif frontier != cap.time():
+                cap.downgrade(frontier)
+        self.tracker.propagate_all()
         out: dict[int, int | None] = {}
         for node in self.nodes:
-            if node.id in sources:
-                out[node.id] = sources[node.id]
-            else:
-                out[node.id] = f_min(out[i.id] for i in node.inputs)
-        self.current = out
+            if not node.inputs:
+                cap = self.capabilities[node.id]
+                out[node.id] = None if cap.dropped else cap.time()
+                continue
+            ports = [
+                self.tracker.frontier(self._target(node.id, p)) for p in range(len(node.inputs))
+            ]
+            out[node.id] = f_min(_single(a) for a in ports)
         return out
+
+
+def _single(antichain) -> int | None:
+    elements = antichain.elements()
+    if len(elements) > 1:  # pragma: no cover - the data plane is totally ordered
+        raise AssertionError(f"data-plane frontier with several elements: {antichain}")
+    return elements[0] if elements else None

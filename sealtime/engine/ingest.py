@@ -102,7 +102,9 @@ class SourceRuntime:
         if n:
             self._write(table, tick, self.files, "part")
         if batch.errors is not None and batch.errors.num_rows:
-            err_time = into_time if not self.event_time else (lower if lower is not None else MIN_TIME)
+            err_time = (
+                into_time if not self.event_time else (lower if lower is not None else MIN_TIME)
+            )
             self._write_errors(batch.errors, tick, err_time)
         self._advance(batch, into_time)
         return self._binding(into_time)
@@ -158,20 +160,27 @@ class SourceRuntime:
             self.late_count += int(late.sum())
             b = pa.array(bound)
             text = pc.binary_join_element_wise(
-                "event time ", pc.cast(pa.array(times), pa.string()), " is behind the sealed frontier ",
-                pc.cast(b, pa.string()), "",
+                "event time ",
+                pc.cast(pa.array(times), pa.string()),
+                " is behind the sealed frontier ",
+                pc.cast(b, pa.string()),
+                "",
             )
             reason = pc.if_else(pa.array(late), text, reason)
             # A late record is stamped at the (unsealed) bound it missed, so it is released
             # to the `late` output like any other update.
             times = np.where(late, bound, times)
-            table = table.set_column(table.schema.get_field_index("_time"), "_time", pa.array(times))
+            table = table.set_column(
+                table.schema.get_field_index("_time"), "_time", pa.array(times)
+            )
         table = table.append_column("_late", reason)
         return self._with_offsets(table)
 
     def _with_offsets(self, table: pa.Table) -> pa.Table:
         n = table.num_rows
-        table = table.append_column("_offset", pa.array(np.arange(self.offset, self.offset + n, dtype=np.int64)))
+        table = table.append_column(
+            "_offset", pa.array(np.arange(self.offset, self.offset + n, dtype=np.int64))
+        )
         self.offset += n
         return table
 
@@ -200,7 +209,11 @@ class SourceRuntime:
             self.frontier = None
             return
         if batch.event_frontier is not None:
-            self.reported = batch.event_frontier if self.reported is None else max(self.reported, batch.event_frontier)
+            self.reported = (
+                batch.event_frontier
+                if self.reported is None
+                else max(self.reported, batch.event_frontier)
+            )
         if not self.event_time:
             candidate = into_time + 1
         elif self.lateness is None and self.reported is not None:
@@ -211,6 +224,31 @@ class SourceRuntime:
         self.frontier = max(self.frontier, candidate)
 
     # ------------------------------------------------------------------ reading
+    def log_schema(self, which: str) -> pa.Schema:
+        """Arrow schema of the log files (`which` = "errors" for the errors log)."""
+        if which == "errors":
+            return pa.schema(
+                [
+                    ("raw", pa.string()),
+                    ("reason", pa.string()),
+                    ("_time", pa.int64()),
+                    ("_diff", pa.int64()),
+                ]
+            )
+        data = [f for f in self.source.schema if f.name not in ("_time", "_diff")]
+        system = [
+            ("_time", pa.int64()),
+            ("_diff", pa.int64()),
+            ("_late", pa.string()),
+            ("_offset", pa.int64()),
+        ]
+        return pa.schema(data + [pa.field(n, t) for n, t in system])
+
+    def spark_schema(self, which: str):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(self.log_schema("errors" if which == "errors" else "main"))
+
     def files_for(self, which: str, lo: int, hi: int | None) -> list[str]:
         files = self.error_files if which == "errors" else self.files
         return [f.path for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]

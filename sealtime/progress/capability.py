@@ -15,6 +15,7 @@ exactly as timely's would with a leaked capability).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, Generic, TypeVar
 
@@ -214,12 +215,14 @@ class Capability(Generic[T]):
         # Not a release: silently releasing on garbage collection would make frontiers
         # depend on GC timing. Just make the leak visible.
         if not getattr(self, "_dropped", True):
-            warnings.warn(
-                f"{self._describe()} was garbage-collected without drop(); the frontier it holds "
-                "back will never advance past it",
-                ResourceWarning,
-                stacklevel=2,
-            )
+            # Suppressed: during interpreter shutdown `warnings` may be half torn down.
+            with contextlib.suppress(Exception):
+                warnings.warn(
+                    f"{self._describe()} was garbage-collected without drop(); the frontier "
+                    "it holds back will never advance past it",
+                    ResourceWarning,
+                    stacklevel=2,
+                )
 
     def _check_live(self, action: str) -> None:
         if self._dropped:

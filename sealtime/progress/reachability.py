@@ -280,12 +280,13 @@ class Tracker:
 
         steps = self._steps
         head = self._head
+        locs = self._locs
         icounts = self._icounts
         ifront = self._ifront
         heap: list[int] = []  # acyclic location ids and cyclic component heads with work
-        single: dict[int, list[tuple[Any, int]]] = {}  # acyclic location id -> changes
+        # Pending changes per acyclic location id (a list: indexing beats a dict here).
+        single: list[list[tuple[Any, int]] | None] = [None] * len(locs)
         scc: dict[int, tuple[list[Any], dict[Any, dict[Any, int]]]] = {}
-        locs = self._locs
         changed: list[tuple[Location, Any, int]] = []  # the result, in settle order
         revisits = False
 
@@ -317,7 +318,7 @@ class Tracker:
                         if nt is None:
                             continue
                     if h < 0:
-                        bucket = single.get(dst)
+                        bucket = single[dst]
                         if bucket is None:
                             single[dst] = [(nt, d)]
                             heappush(heap, dst)
@@ -337,7 +338,7 @@ class Tracker:
                 for t, d in out:
                     total += d
                     if h < 0:
-                        bucket = single.get(lid)
+                        bucket = single[lid]
                         if bucket is None:
                             single[lid] = [(t, d)]
                             heappush(heap, lid)
@@ -350,8 +351,9 @@ class Tracker:
         # Step 2: settle implications, component by component.
         while heap:
             lid = heappop(heap)
-            updates = single.pop(lid, None)
+            updates = single[lid]
             if updates is not None:
+                single[lid] = None
                 # An acyclic location: everything upstream is settled, so all of its
                 # changes are here; apply them as one batch. (Int fast path inline.)
                 counts = icounts[lid]
@@ -407,7 +409,7 @@ class Tracker:
                             if nt is None:
                                 continue
                         if h < 0:
-                            bucket = single.get(dst)
+                            bucket = single[dst]
                             if bucket is None:
                                 single[dst] = [(nt, d)]
                                 heappush(heap, dst)

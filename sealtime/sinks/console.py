@@ -23,7 +23,9 @@ class Callback:
     [(0, 1)]
     """
 
-    def __init__(self, fn: Callable[[pa.Table | None, int, int | None], None], skip_empty: bool = True) -> None:
+    def __init__(
+        self, fn: Callable[[pa.Table | None, int, int | None], None], skip_empty: bool = True
+    ) -> None:
         self.fn = fn
         self.skip_empty = skip_empty
 
@@ -41,7 +43,9 @@ class Console(Callback):
     5
     """
 
-    def __init__(self, max_rows: int = 20, stream: TextIO | None = None, title: str | None = None) -> None:
+    def __init__(
+        self, max_rows: int = 20, stream: TextIO | None = None, title: str | None = None
+    ) -> None:
         self.max_rows = max_rows
         self.stream = stream
         self.title = title
@@ -51,7 +55,9 @@ class Console(Callback):
         out = self.stream or sys.stdout
         name = f"{self.title} " if self.title else ""
         out.write(f"── {name}sealed [{lo}, {_fmt_frontier(hi)}): {table.num_rows} update(s)\n")
-        sort_cols = [c for c in table.column_names if not pa.types.is_nested(table.schema.field(c).type)]
+        sort_cols = [
+            c for c in table.column_names if not pa.types.is_nested(table.schema.field(c).type)
+        ]
         shown = table.sort_by([(c, "ascending") for c in sort_cols]).slice(0, self.max_rows)
         out.write(shown.to_pandas().to_string(index=False) + "\n")
         if table.num_rows > self.max_rows:

@@ -65,14 +65,18 @@ def to_arrow_schema(schema: Any) -> pa.Schema:
             elif isinstance(typ, str) and typ.lower() in _TYPE_NAMES:
                 fields.append(pa.field(name, _TYPE_NAMES[typ.lower()]))
             else:
-                raise ValueError(f"schema: column {name!r} has unknown type {typ!r}; use one of {sorted(_TYPE_NAMES)}")
+                raise ValueError(
+                    f"schema: column {name!r} has unknown type {typ!r}; use one of {sorted(_TYPE_NAMES)}"
+                )
         return pa.schema(fields)
     try:  # a Spark StructType
         from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow
 
         return spark_to_arrow(schema)
     except Exception as exc:  # pragma: no cover - message path
-        raise ValueError(f"schema {schema!r}: pass a pyarrow Schema, a Spark StructType or a dict") from exc
+        raise ValueError(
+            f"schema {schema!r}: pass a pyarrow Schema, a Spark StructType or a dict"
+        ) from exc
 
 
 class Rows(Source):
@@ -100,14 +104,18 @@ class Rows(Source):
         cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
         for i, item in enumerate(rows):
             if len(item) not in (2, 3):
-                raise ValueError(f"Rows: item {i} must be (time, row) or (time, row, diff), got {item!r}")
+                raise ValueError(
+                    f"Rows: item {i} must be (time, row) or (time, row, diff), got {item!r}"
+                )
             t, row = item[0], item[1]
             diff = item[2] if len(item) == 3 else 1
             if not isinstance(t, (int, np.integer)) or isinstance(t, bool):
                 raise ValueError(f"Rows: item {i} has time {t!r}; times are ints (ms)")
             unknown = set(row) - set(cols)
             if unknown:
-                raise ValueError(f"Rows: item {i} has columns {sorted(unknown)} not in the schema {list(cols)}")
+                raise ValueError(
+                    f"Rows: item {i} has columns {sorted(unknown)} not in the schema {list(cols)}"
+                )
             times.append(int(t))
             diffs.append(int(diff))
             for name in cols:

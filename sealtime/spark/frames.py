@@ -20,6 +20,8 @@ __all__ = [
     "consolidate",
     "data_columns",
     "null_safe_join",
+    "pack",
+    "unpack",
     "union_all",
 ]
 
@@ -78,3 +80,35 @@ def null_safe_join(
     if how in ("left_semi", "left_anti"):
         return joined
     return joined.drop(*[f"__r_{k}" for k in keys])
+
+
+def pack(parts: dict[str, DataFrame | None]) -> DataFrame | None:
+    """Put several frames into one (column ``__part`` names the frame), so a single
+    checkpoint job materialises an operator's new state *and* its output together.
+
+    Columns are prefixed per part, so parts may have clashing names or types.
+    """
+    frames = []
+    for name, df in parts.items():
+        if df is None:
+            continue
+        cols = [F.col(f"`{c}`").alias(f"__{name}__{c}") for c in df.columns]
+        frames.append(df.select(F.lit(name).alias("__part"), *cols))
+    if not frames:
+        return None
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f, allowMissingColumns=True)
+    return out
+
+
+def unpack(packed: DataFrame | None, name: str, columns: Sequence[str]) -> DataFrame | None:
+    """The part `name` of a `pack`-ed frame, with its original `columns`."""
+    if packed is None:
+        return None
+    prefixed = [f"__{name}__{c}" for c in columns]
+    if not all(p in packed.columns for p in prefixed):
+        return None
+    return packed.filter(F.col("__part") == name).select(
+        *[F.col(p).alias(c) for p, c in zip(prefixed, columns)]
+    )

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from ..dataflow.aggregates import Aggregate
 from ..dataflow.windows import Session, WindowSpec
-from .frames import CNT, DIFF, TIME, consolidate, null_safe_join, union_all
+from .frames import CNT, DIFF, TIME, consolidate, null_safe_join, pack, union_all, unpack
 
 __all__ = ["AggregateReducer", "DifferentialReduce", "TopKReducer", "WindowedReduce"]
 
@@ -131,7 +131,9 @@ class AggregateReducer:
                 cols.append(F.col(f"__c_{name}").alias(name))
             elif agg.kind == "sum":
                 e = F.col(f"__s_{name}")
-                cols.append((e.cast("double") if _is_float(self.types[agg.column]) else e).alias(name))
+                cols.append(
+                    (e.cast("double") if _is_float(self.types[agg.column]) else e).alias(name)
+                )
             elif agg.kind == "avg":
                 e = F.col(f"__s_{name}").cast(_FLOAT_SUM) / F.col(f"__c_{name}")
                 cols.append(e.cast("double").alias(name))
@@ -152,7 +154,9 @@ def parse_order_by(order_by: str | Sequence[str]) -> list[OrderKey]:
     keys = []
     for item in items:
         if not isinstance(item, str) or not item.lstrip("-"):
-            raise ValueError(f"top_k(order_by=...) takes column names ('-col' = descending), got {item!r}")
+            raise ValueError(
+                f"top_k(order_by=...) takes column names ('-col' = descending), got {item!r}"
+            )
         keys.append(OrderKey(item.lstrip("-"), not item.startswith("-")))
     return keys
 
@@ -181,7 +185,9 @@ class TopKReducer:
         names = [f.name for f in schema.fields]
         for key in order_by:
             if key.column not in names:
-                raise ValueError(f"top_k(order_by={key.column!r}): no such column; columns are {names}")
+                raise ValueError(
+                    f"top_k(order_by={key.column!r}): no such column; columns are {names}"
+                )
         self.k = k
         self.order_by = list(order_by)
         ordered = {key.column for key in order_by} | set(by)
@@ -191,7 +197,9 @@ class TopKReducer:
         tie += [
             f.name
             for f in schema.fields
-            if f.name not in ordered and f.name != priority_column and not isinstance(f.dataType, _UNORDERABLE)
+            if f.name not in ordered
+            and f.name != priority_column
+            and not isinstance(f.dataType, _UNORDERABLE)
         ]
         self.tie = tie
         self.value_columns = [n for n in names if n not in by]
@@ -204,13 +212,20 @@ class TopKReducer:
         w = Window.partitionBy(*group).orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
         cum = F.sum(CNT).over(w)
         take = F.least(F.col(CNT), F.lit(self.k) - (cum - F.col(CNT)))
-        return m.withColumn("__take", take).filter(F.col("__take") > 0).withColumn(CNT, F.col("__take")).drop("__take")
+        return (
+            m.withColumn("__take", take)
+            .filter(F.col("__take") > 0)
+            .withColumn(CNT, F.col("__take"))
+            .drop("__take")
+        )
 
 
 class DifferentialReduce:
     """Per-time reduction of a keyed collection (see module docstring)."""
 
-    def __init__(self, reducer, by: Sequence[str], value_columns: Sequence[str], checkpoint) -> None:
+    def __init__(
+        self, reducer, by: Sequence[str], value_columns: Sequence[str], checkpoint
+    ) -> None:
         self.reducer = reducer
         self.by = list(by)
         self.values = [c for c in value_columns if c not in self.by]
@@ -222,41 +237,57 @@ class DifferentialReduce:
         if delta is None:
             return None
         by, cols = self.by, self.by + self.values
-        d = self.checkpoint(consolidate(delta.select(*cols, TIME, DIFF), cols + [TIME]))
+        d = consolidate(delta.select(*cols, TIME, DIFF), cols + [TIME])
         kt = d.select(*by, TIME).distinct()
         kw = Window.partitionBy(*by).orderBy(TIME)
-        kt = kt.withColumn("__next", F.lead(TIME).over(kw)).withColumn("__first", F.row_number().over(kw) == 1)
+        kt = kt.withColumn("__next", F.lead(TIME).over(kw)).withColumn(
+            "__first", F.row_number().over(kw) == 1
+        )
         touched = kt.select(*by).distinct()
 
         # Rows of touched keys: the state (at time -inf) and the tick's updates.
         rows = d.withColumnRenamed(TIME, "__rt").withColumnRenamed(DIFF, CNT)
         if self.state is not None:
-            old = null_safe_join(self.state, touched, by, "left_semi").withColumn("__rt", F.lit(None).cast("long"))
+            old = null_safe_join(self.state, touched, by, "left_semi").withColumn(
+                "__rt", F.lit(None).cast("long")
+            )
             rows = union_all([old, rows])
         at = null_safe_join(rows, kt.select(*by, TIME), by)
         at = at.filter(F.col("__rt").isNull() | (F.col("__rt") <= F.col(TIME)))
         m = consolidate(at, cols + [TIME], CNT).filter(F.col(CNT) > 0)
-        result = self.checkpoint(self.reducer(m, by + [TIME]))  # by, _time, outputs, _cnt
+        result = self.reducer(m, by + [TIME])  # by, _time, outputs, _cnt
         outs = [c for c in result.columns if c not in (*by, TIME, CNT)]
 
         plus = result.select(*by, *outs, TIME, F.col(CNT).alias(DIFF))
-        nxt = null_safe_join(result, kt.select(*by, TIME, "__next"), by + [TIME]).filter(F.col("__next").isNotNull())
+        nxt = null_safe_join(result, kt.select(*by, TIME, "__next"), by + [TIME]).filter(
+            F.col("__next").isNotNull()
+        )
         minus_prev = nxt.select(*by, *outs, F.col("__next").alias(TIME), (-F.col(CNT)).alias(DIFF))
         parts = [plus, minus_prev]
         if self.output is not None:
             first = kt.filter("__first").select(*by, TIME)
-            parts.append(null_safe_join(self.output, first, by).select(*by, *outs, TIME, (-F.col(CNT)).alias(DIFF)))
+            parts.append(
+                null_safe_join(self.output, first, by).select(
+                    *by, *outs, TIME, (-F.col(CNT)).alias(DIFF)
+                )
+            )
         out = consolidate(union_all(parts), by + outs + [TIME])
 
-        last = null_safe_join(result, kt.filter(F.col("__next").isNull()).select(*by, TIME), by + [TIME])
+        last = null_safe_join(
+            result, kt.filter(F.col("__next").isNull()).select(*by, TIME), by + [TIME]
+        )
         new_output = last.select(*by, *outs, CNT)
         if self.output is not None:
-            new_output = union_all([null_safe_join(self.output, touched, by, "left_anti"), new_output])
+            new_output = union_all(
+                [null_safe_join(self.output, touched, by, "left_anti"), new_output]
+            )
         merged = d.select(*cols, F.col(DIFF).alias(CNT))
         new_state = consolidate(union_all([self.state, merged]), cols, CNT)
-        self.state = self.checkpoint(new_state)
-        self.output = self.checkpoint(new_output)
-        return out
+        # One job materialises the new state, the new output and the tick's updates.
+        packed = self.checkpoint(pack({"state": new_state, "output": new_output, "delta": out}))
+        self.state = unpack(packed, "state", cols + [CNT])
+        self.output = unpack(packed, "output", by + outs + [CNT])
+        return unpack(packed, "delta", by + outs + [TIME, DIFF])
 
 
 class WindowedReduce:
@@ -274,11 +305,16 @@ class WindowedReduce:
         self.reducer = reducer
         self.spec = spec
         self.by = [c for c in by if c not in ("window_start", "window_end")]
-        self.values = [c for c in value_columns if c not in self.by and c not in ("window_start", "window_end")]
+        self.values = [
+            c for c in value_columns if c not in self.by and c not in ("window_start", "window_end")
+        ]
         self.session = isinstance(spec, Session)
         # Append-only input + decomposable aggregates: keep partial aggregates only.
         self.partial = (
-            monotonic and not self.session and isinstance(reducer, AggregateReducer) and reducer.decomposable
+            monotonic
+            and not self.session
+            and isinstance(reducer, AggregateReducer)
+            and reducer.decomposable
         )
         self.checkpoint = checkpoint
         self.buffer: DataFrame | None = None
@@ -292,7 +328,9 @@ class WindowedReduce:
             both = union_all([self.buffer, fresh])
             if both is None:
                 return None
-            combined = self.checkpoint(self.reducer.merge(both, group) if fresh is not None else both)
+            combined = self.checkpoint(
+                self.reducer.merge(both, group) if fresh is not None else both
+            )
             sealed = combined if hi is None else combined.filter(F.col("window_end") <= hi)
             self.buffer = None if hi is None else combined.filter(F.col("window_end") > hi)
             out = self.reducer.finalize(sealed, group)
@@ -311,7 +349,11 @@ class WindowedReduce:
     def _step_session(self, delta: DataFrame | None, hi: int | None) -> DataFrame | None:
         gap = self.spec.gap
         cols = self.by + self.values
-        fresh = None if delta is None else delta.select(*cols, F.col(TIME).alias("__t"), F.col(DIFF).alias(CNT))
+        fresh = (
+            None
+            if delta is None
+            else delta.select(*cols, F.col(TIME).alias("__t"), F.col(DIFF).alias(CNT))
+        )
         both = union_all([self.buffer, fresh])
         if both is None:
             return None
@@ -320,14 +362,22 @@ class WindowedReduce:
         w = Window.partitionBy(*self.by).orderBy("__t")
         present = rows.filter(F.col(CNT) > 0)
         times = present.select(*self.by, "__t").distinct()
-        brk = F.when(F.lag("__t").over(w).isNull() | (F.col("__t") - F.lag("__t").over(w) >= gap), 1).otherwise(0)
-        times = times.withColumn("__sid", F.sum(brk).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+        brk = F.when(
+            F.lag("__t").over(w).isNull() | (F.col("__t") - F.lag("__t").over(w) >= gap), 1
+        ).otherwise(0)
+        times = times.withColumn(
+            "__sid", F.sum(brk).over(w.rowsBetween(Window.unboundedPreceding, 0))
+        )
         bounds = times.groupBy(*self.by, "__sid").agg(
             F.min("__t").alias("window_start"), (F.max("__t") + gap).alias("window_end")
         )
         times = null_safe_join(times, bounds, self.by + ["__sid"])
         tagged = self.checkpoint(null_safe_join(rows, times, self.by + ["__t"], "left"))
-        closed = F.col("window_end").isNotNull() & (F.col("window_end") <= hi) if hi is not None else F.lit(True)
+        closed = (
+            F.col("window_end").isNotNull() & (F.col("window_end") <= hi)
+            if hi is not None
+            else F.lit(True)
+        )
         sealed = tagged.filter(closed & (F.col(CNT) > 0))
         # Rows whose count is not positive belong to no session; keep them until their key
         # has no open session left, so a later insertion can cancel them.

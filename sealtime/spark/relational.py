@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..dataflow.windows import Sliding, Tumbling, WindowSpec
-from .frames import CNT, DIFF, TIME, consolidate, union_all
+from .frames import CNT, DIFF, TIME, consolidate, pack, union_all, unpack
 
 __all__ = ["BilinearJoin", "Distinct", "assign_windows"]
 
@@ -28,7 +28,9 @@ __all__ = ["BilinearJoin", "Distinct", "assign_windows"]
 class BilinearJoin:
     """Inner join on equal `on` columns (SQL semantics: null keys do not match)."""
 
-    def __init__(self, on: Sequence[str], left_cols: Sequence[str], right_cols: Sequence[str], checkpoint) -> None:
+    def __init__(
+        self, on: Sequence[str], left_cols: Sequence[str], right_cols: Sequence[str], checkpoint
+    ) -> None:
         self.on = list(on)
         self.left_cols = list(left_cols)
         self.right_cols = list(right_cols)
@@ -47,23 +49,42 @@ class BilinearJoin:
         def weighted(df, time_col):
             return df.withColumnRenamed(DIFF, "__w").withColumnRenamed(TIME, time_col)
 
-        da = None if da is None else self.checkpoint(consolidate(da, self.left_cols + [TIME]))
-        db = None if db is None else self.checkpoint(consolidate(db, self.right_cols + [TIME]))
+        if da is None and db is None:
+            return None
+        da = None if da is None else consolidate(da, self.left_cols + [TIME])
+        db = None if db is None else consolidate(db, self.right_cols + [TIME])
         parts = []
         if da is not None and self.right is not None:
-            parts.append(self._pair(weighted(da, "__ta"), self.right.withColumnRenamed(CNT, "__w"), F.col("l.__ta")))
+            parts.append(
+                self._pair(
+                    weighted(da, "__ta"), self.right.withColumnRenamed(CNT, "__w"), F.col("l.__ta")
+                )
+            )
         if db is not None and self.left is not None:
-            parts.append(self._pair(self.left.withColumnRenamed(CNT, "__w"), weighted(db, "__tb"), F.col("r.__tb")))
+            parts.append(
+                self._pair(
+                    self.left.withColumnRenamed(CNT, "__w"), weighted(db, "__tb"), F.col("r.__tb")
+                )
+            )
         if da is not None and db is not None:
             t = F.greatest(F.col("l.__ta"), F.col("r.__tb"))
             parts.append(self._pair(weighted(da, "__ta"), weighted(db, "__tb"), t))
+        left = right = None
         if da is not None:
             add = da.drop(TIME).withColumnRenamed(DIFF, CNT)
-            self.left = self.checkpoint(consolidate(union_all([self.left, add]), self.left_cols, CNT))
+            left = consolidate(union_all([self.left, add]), self.left_cols, CNT)
         if db is not None:
             add = db.drop(TIME).withColumnRenamed(DIFF, CNT)
-            self.right = self.checkpoint(consolidate(union_all([self.right, add]), self.right_cols, CNT))
-        return union_all(parts)
+            right = consolidate(union_all([self.right, add]), self.right_cols, CNT)
+        out = union_all(parts)
+        packed = self.checkpoint(pack({"left": left, "right": right, "delta": out}))
+        if left is not None:
+            self.left = unpack(packed, "left", self.left_cols + [CNT])
+        if right is not None:
+            self.right = unpack(packed, "right", self.right_cols + [CNT])
+        if out is None:
+            return None
+        return unpack(packed, "delta", out.columns)
 
 
 class Distinct:
@@ -85,13 +106,19 @@ class Distinct:
             rows = union_all([self.state.withColumn(TIME, F.lit(None).cast("long")), rows])
         w = Window.partitionBy(*cols).orderBy(F.col(TIME).asc_nulls_first())
         run = F.sum(CNT).over(w.rowsBetween(Window.unboundedPreceding, 0))
-        ran = self.checkpoint(rows.withColumn("__after", run))
+        ran = rows.withColumn("__after", run)
         before = F.col("__after") - F.col(CNT)
-        change = F.when((F.col("__after") > 0) & (before <= 0), 1).when((F.col("__after") <= 0) & (before > 0), -1)
-        out = ran.filter(F.col(TIME).isNotNull()).select(*cols, TIME, change.cast("long").alias(DIFF))
+        change = F.when((F.col("__after") > 0) & (before <= 0), 1).when(
+            (F.col("__after") <= 0) & (before > 0), -1
+        )
+        out = ran.filter(F.col(TIME).isNotNull()).select(
+            *cols, TIME, change.cast("long").alias(DIFF)
+        )
         out = out.filter(F.col(DIFF).isNotNull())
-        self.state = self.checkpoint(consolidate(ran.select(*cols, CNT), cols, CNT))
-        return out
+        state = consolidate(ran.select(*cols, CNT), cols, CNT)
+        packed = self.checkpoint(pack({"state": state, "delta": out}))
+        self.state = unpack(packed, "state", cols + [CNT])
+        return unpack(packed, "delta", cols + [TIME, DIFF])
 
 
 def assign_windows(df: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -100,7 +127,9 @@ def assign_windows(df: DataFrame, spec: WindowSpec) -> DataFrame:
     t = F.col(TIME)
     if isinstance(spec, Tumbling):
         start = t - F.pmod(t - F.lit(spec.offset), F.lit(spec.size))
-        return df.withColumn("window_start", start).withColumn("window_end", start + F.lit(spec.size))
+        return df.withColumn("window_start", start).withColumn(
+            "window_end", start + F.lit(spec.size)
+        )
     if isinstance(spec, Sliding):
         last = t - F.pmod(t, F.lit(spec.slide))
         n = -(-spec.size // spec.slide)

@@ -36,9 +36,13 @@ def as_of(spark, updates: DataFrame, times: Iterable[int]) -> DataFrame:
 def accumulate(df: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
     """Consolidate per (data columns, ``__asof``, `keep`) and expand positive counts into
     that many rows (negative or zero counts: absent, as the reducers define)."""
-    cols = [c for c in df.columns if c not in ("_time", "_diff")] + [c for c in keep if c not in df.columns]
+    cols = [c for c in df.columns if c not in ("_time", "_diff")] + [
+        c for c in keep if c not in df.columns
+    ]
     acc = df.groupBy(*cols).agg(F.sum("_diff").alias("__n")).filter("__n > 0")
-    return acc.withColumn("__i", F.explode(F.sequence(F.lit(1), F.col("__n").cast("int")))).drop("__n", "__i")
+    return acc.withColumn("__i", F.explode(F.sequence(F.lit(1), F.col("__n").cast("int")))).drop(
+        "__n", "__i"
+    )
 
 
 def sealed_times(*sources: Rows) -> list[int]:
@@ -71,7 +75,9 @@ def expected(oracle: pd.DataFrame, columns: Sequence[str], t: int) -> Counter:
     return Counter(tuple(_norm(v) for v in row) for row in rows.itertuples(index=False, name=None))
 
 
-def assert_matches(updates: pa.Table, oracle: DataFrame, columns: Sequence[str], times: Iterable[int]) -> None:
+def assert_matches(
+    updates: pa.Table, oracle: DataFrame, columns: Sequence[str], times: Iterable[int]
+) -> None:
     """At every sealed time, the accumulated updates equal the oracle's rows."""
     ora = oracle.toPandas()
     for t in times:

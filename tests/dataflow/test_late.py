@@ -10,7 +10,9 @@ from sealtime.sources.generator import Generator
 
 
 def _flow(make_flow, max_rows, events=20_000, lateness="4s"):
-    gen = Generator(seed=7, limit=events, rate=1000, out_of_order="2s", late_fraction=0.01, late_by="30s")
+    gen = Generator(
+        seed=7, limit=events, rate=1000, out_of_order="2s", late_fraction=0.01, late_by="30s"
+    )
     flow = make_flow()
     bids = flow.source("bids", gen, time="date_time", lateness=lateness, max_rows_per_tick=max_rows)
     per_window = bids.window(st.Tumbling("10s")).aggregate(n=st.count(), hi=st.max("price"))
@@ -42,5 +44,10 @@ def test_late_decision_independent_of_tick_size(make_flow):
         _, flow, bids, per_window = _flow(make_flow, max_rows)
         late = bids.late
         flow.run()
-        outs.append((per_window.updates().to_pylist(), sorted(late.updates().column("event_id").to_pylist())))
+        outs.append(
+            (
+                per_window.updates().to_pylist(),
+                sorted(late.updates().column("event_id").to_pylist()),
+            )
+        )
     assert outs[0] == outs[1]

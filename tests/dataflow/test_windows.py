@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 
 import sealtime as st
 from sealtime.sources.rows import Rows
-from tests.conftest import examples
+from tests.conftest import examples, spark_settings
 
 
-@settings(max_examples=examples(ci=15, dev=4))
+@spark_settings(examples(ci=15, dev=4))
 @given(
     times=hs.lists(hs.integers(0, 60), min_size=1, max_size=25),
     spec=hs.sampled_from([st.Tumbling(10), st.Sliding(10, 5), st.Session(7)]),
@@ -38,7 +38,9 @@ def test_each_window_once_when_frontier_passes_its_end(make_flow, times, spec):
     assert len(rows) == len({(r["window_start"], r["window_end"]) for r in rows})
     assert all(r["_diff"] == 1 and r["_time"] == r["window_end"] - 1 for r in rows)
     # When the source is exhausted, every window holding data has been emitted.
-    assert sum(r["n"] for r in rows) == len(times) * (2 if isinstance(spec, st.Sliding) else 1) - _edge(times, spec)
+    assert sum(r["n"] for r in rows) == len(times) * (
+        2 if isinstance(spec, st.Sliding) else 1
+    ) - _edge(times, spec)
 
 
 def _edge(times, spec):
@@ -49,7 +51,11 @@ def _edge(times, spec):
 
 def test_chained_windows_emit_in_the_same_tick(make_flow):
     flow = make_flow()
-    src = Rows({"k": "string", "v": "long"}, [(t, {"k": "x", "v": 1}) for t in range(0, 80, 3)], times_per_tick=2)
+    src = Rows(
+        {"k": "string", "v": "long"},
+        [(t, {"k": "x", "v": 1}) for t in range(0, 80, 3)],
+        times_per_tick=2,
+    )
     seen: dict[str, list[tuple[int, int]]] = {"s1": [], "s2": [], "s3": []}
     tick = {"n": 0}
 
@@ -60,7 +66,12 @@ def test_chained_windows_emit_in_the_same_tick(make_flow):
 
         return fn
 
-    s1 = flow.source("s", src).window(st.Tumbling(10)).aggregate(by="k", n=st.count()).inspect(tap("s1"))
+    s1 = (
+        flow.source("s", src)
+        .window(st.Tumbling(10))
+        .aggregate(by="k", n=st.count())
+        .inspect(tap("s1"))
+    )
     s2 = s1.window(st.Tumbling(20)).aggregate(by="k", n=st.sum("n")).inspect(tap("s2"))
     s3 = s2.window(st.Tumbling(40)).aggregate(by="k", n=st.sum("n")).inspect(tap("s3"))
     while not flow.engine.finished():
