@@ -7,6 +7,8 @@ the `dev` profile is the default for quick local runs.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -52,3 +54,21 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def make_flow(spark):
+    """A factory of fresh dataflows on the shared SparkSession (one data dir each)."""
+    dirs = []
+
+    def make(**kwargs):
+        d = tempfile.mkdtemp(prefix="sealtime-test-")
+        dirs.append(d)
+        kwargs.setdefault("spark", spark)
+        import sealtime as st
+
+        return st.Dataflow("t", data_dir=d, **kwargs)
+
+    yield make
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)

@@ -86,6 +86,8 @@ class Dataflow:
         self._nodes: list[Node] = []
         self._sinks: list[tuple[Node, Any]] = []
         self._source_outputs: dict[tuple[int, str], Collection] = {}
+        #: topic -> Publish sink (its ``address`` is where subscribers connect)
+        self.publications: dict[str, Any] = {}
         self._engine = None
 
     # ------------------------------------------------------------------ building
@@ -184,7 +186,13 @@ class Dataflow:
     def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
         from ..sinks.publish import Publish
 
-        self._add_sink(node, Publish(topic, **options))
+        if topic in self.publications:
+            raise ValueError(
+                f"publish({topic!r}): the topic is published already; pick another name"
+            )
+        sink = Publish(topic, **options)
+        self.publications[topic] = sink
+        self._add_sink(node, sink)
 
     def _empty_delta(self, schema: T.StructType) -> DataFrame:
         fields = list(schema.fields) + [

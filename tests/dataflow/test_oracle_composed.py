@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import given
+from hypothesis import strategies as hs
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -11,10 +12,10 @@ from tests.conftest import examples, spark_settings
 from tests.dataflow import workloads as W
 from tests.dataflow.oracle import accumulate, as_of, assert_matches, inputs_frame, sealed_times
 
-# Each example runs 20 independent workloads side by side (see workloads.py): the CI
-# profile's 10 examples check 200 workloads per property.
-N = examples(ci=10, dev=2)
-B = 20
+# Each example runs 50 independent workloads side by side (see workloads.py): the CI
+# profile's 4 examples check 200 workloads per property.
+N = examples(ci=4, dev=1)
+B = 50
 
 
 @spark_settings(N)
@@ -50,9 +51,9 @@ def test_filter_join_aggregate_top_k(spark, make_flow, left, right):
 
 @spark_settings(N)
 @given(
-    left=W.source(max_time=12, workloads=B),
-    other=W.source(max_time=12, workloads=B),
-    right=W.source(schema=W.KW, value="w", retract=False, workloads=B),
+    left=W.source(max_time=9, workloads=B, times_per_tick=hs.sampled_from([4, 100])),
+    other=W.source(max_time=9, workloads=B, times_per_tick=hs.sampled_from([4, 100])),
+    right=W.source(schema=W.KW, value="w", retract=False, workloads=B, times_per_tick=100),
 )
 def test_union_window_aggregate_join_top_k(spark, make_flow, left, other, right):
     """union -> tumbling window aggregate -> left join -> top_k per window."""

@@ -62,5 +62,7 @@ def batch_items(draw, workloads=1, value="v", **kwargs):
 def source(draw, schema=KV, value="v", workloads=10, times_per_tick=None, **kwargs):
     items = draw(batch_items(workloads=workloads, value=value, **kwargs))
     # Mostly many times per tick (fewer Spark jobs); the determinism tests compare tick sizes.
-    tpt = draw(hs.sampled_from([1, 3, 100])) if times_per_tick is None else times_per_tick
+    if times_per_tick is None:
+        times_per_tick = hs.sampled_from([1, 3, 100])
+    tpt = draw(times_per_tick) if isinstance(times_per_tick, hs.SearchStrategy) else times_per_tick
     return Rows(schema, items, times_per_tick=tpt)
