@@ -38,10 +38,10 @@ def _rows(table):
     return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
 
 
-@spark_settings(examples(ci=4, dev=1))
+@spark_settings(examples(ci=2, dev=1))
 @given(
-    items_a=W.batch_items(workloads=10, max_time=10),
-    items_b=W.batch_items(workloads=10, value="w", max_time=10),
+    items_a=W.batch_items(workloads=10, max_time=6),
+    items_b=W.batch_items(workloads=10, value="w", max_time=6),
     seed=hs.integers(0, 2**16),
 )
 def test_partitions_tick_size_and_arrival_order(make_flow, items_a, items_b, seed):
