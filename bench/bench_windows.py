@@ -46,7 +46,7 @@ def run_sealtime(spark, data_dir: str, events: int, per_tick: int) -> dict:
     flow = st.Dataflow("bench-windows", data_dir=data_dir, spark=spark, record=False)
     bids = flow.source(
         "bids",
-        Generator(seed=0, limit=events, **GEN),
+        Generator(seed=0, limit=events, max_per_read=per_tick, **GEN),
         time="date_time",
         lateness="4s",
         max_rows_per_tick=per_tick,
