@@ -12,10 +12,10 @@ from tests.conftest import examples, spark_settings
 from tests.dataflow import workloads as W
 from tests.dataflow.oracle import accumulate, as_of, assert_matches, inputs_frame, sealed_times
 
-# Each example runs 50 independent workloads side by side (see workloads.py): the CI
-# profile's 4 examples check 200 workloads per property.
-N = examples(ci=4, dev=1)
-B = 50
+# Each example runs 25 independent workloads side by side (see workloads.py): the CI
+# profile's 8 examples check 200 workloads per property.
+N = examples(ci=8, dev=1)
+B = 25
 
 
 @spark_settings(N)
