@@ -38,7 +38,8 @@ class SourceCollection(Collection):
 class Dataflow:
     """A dataflow: sources, operators and sinks, run on Spark (local mode by default).
 
-    * `data_dir`: where ingest logs and sink files go (created if missing).
+    * `data_dir`: where ingest logs, sink files and the SQLite metadata store go.
+    * `metadata`: a ``postgresql://`` URL for a shared metadata store instead of SQLite.
     * `spark` / `master`: an existing SparkSession, or a master URL for a new one
       (default ``local[*]``).
     * `tick`: the ticker's interval for ``run(forever=True)`` and paced sources.
@@ -68,7 +69,12 @@ class Dataflow:
         self.name = name
         self.data_dir = os.path.abspath(os.fspath(data_dir or os.path.join("data", name)))
         os.makedirs(self.data_dir, exist_ok=True)
+        from ..storage import MetadataStore
+
+        # SQLite in the data dir unless a URL is given; opening it validates the setting
+        # (a bad URL or an unreachable server fails here, naming `metadata`).
         self.metadata = metadata
+        self.metadata_store = MetadataStore.open(metadata or self.data_dir)
         self.tick_ms = parse_duration(tick, "Dataflow(tick)")
         if self.tick_ms <= 0:
             raise ValueError("Dataflow(tick) must be > 0, e.g. tick='1s'")
