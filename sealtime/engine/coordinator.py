@@ -229,25 +229,8 @@ class Engine:
         raise NotImplementedError(kind)
 
     def _read_source(self, node: Node, which: str, lo: int, hi: int | None) -> DataFrame | None:
-        src = self.sources[node.id]
-        paths = src.files_for(which, lo, hi)
-        if not paths:
-            return None
-        # An explicit schema spares Spark a job to infer it from the files' footers.
-        df = self.spark.read.schema(src.spark_schema(which)).parquet(*paths)
-        cond = F.col(TIME) >= lo
-        if hi is not None:
-            cond = cond & (F.col(TIME) < hi)
-        df = df.filter(cond)
-        data = [f.name for f in node.schema.fields] if which == "main" else None
-        if which == "main":
-            return df.filter(F.col("_late").isNull()).select(*data, TIME, DIFF)
-        if which == "late":
-            cols = [c for c in src.source.schema.names]
-            return df.filter(F.col("_late").isNotNull()).select(
-                *cols, F.col("_late").alias("reason"), TIME, DIFF
-            )
-        return df.select("raw", "reason", TIME, DIFF)
+        data = [f.name for f in node.schema.fields]
+        return self.sources[node.id].frame(self.spark, which, lo, hi, data)
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

@@ -252,3 +252,26 @@ class SourceRuntime:
     def files_for(self, which: str, lo: int, hi: int | None) -> list[str]:
         files = self.error_files if which == "errors" else self.files
         return [f.path for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
+
+    def frame(self, spark, which: str, lo: int, hi: int | None, data: list[str]):
+        """The logged updates of output `which` ("main", "late", "errors") at times in
+        ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps the range)."""
+        from pyspark.sql import functions as F
+
+        paths = self.files_for(which, lo, hi)
+        if not paths:
+            return None
+        # An explicit schema spares Spark a job to infer it from the files' footers.
+        df = spark.read.schema(self.spark_schema(which)).parquet(*paths)
+        cond = F.col("_time") >= lo
+        if hi is not None:
+            cond = cond & (F.col("_time") < hi)
+        df = df.filter(cond)
+        if which == "main":
+            return df.filter(F.col("_late").isNull()).select(*data, "_time", "_diff")
+        if which == "late":
+            cols = [c for c in self.source.schema.names if c not in ("_time", "_diff")]
+            return df.filter(F.col("_late").isNotNull()).select(
+                *cols, F.col("_late").alias("reason"), "_time", "_diff"
+            )
+        return df.select("raw", "reason", "_time", "_diff")
