@@ -113,11 +113,78 @@ class _Stop(Exception):
     pass
 
 
+def _default_catalog(args: argparse.Namespace) -> str:
+    catalog = args.catalog or os.environ.get("SEALTIME_CATALOG")
+    if not catalog:
+        raise SystemExit(
+            "sealtime: pass --catalog DATA_DIR|HOST:PORT|postgresql://... (or set SEALTIME_CATALOG)"
+        )
+    return catalog
+
+
+def catalog_cmd(args: argparse.Namespace) -> int:
+    """List the catalog: one line per partition of every publication."""
+    from sealtime.pubsub.catalog import open_catalog
+
+    entries = open_catalog(_default_catalog(args)).entries()
+    print(f"{'NAME':<24} {'PART':>4} {'MODE':<6} {'ADDRESS':<22} {'DATAFLOW':<12} COLUMNS")
+    for e in entries:
+        schema = e.arrow_schema
+        cols = ", ".join(f"{f.name} {f.type}" for f in schema) if schema is not None else "?"
+        part = f"{e.partition}/{e.partitions}"
+        print(f"{e.name:<24} {part:>4} {e.mode:<6} {e.address:<22} {e.dataflow:<12} {cols}")
+    print(f"({len(entries)} entries)", flush=True)
+    return 0
+
+
+def subscribe_cmd(args: argparse.Namespace) -> int:
+    """Print a subscription's snapshot, updates and progress until it ends."""
+    from sealtime.pubsub import Closed, Data, Epoch, Progress, Snapshot, subscribe
+
+    sub = subscribe(args.name, catalog=_default_catalog(args), mode=args.mode, timeout=args.timeout)
+    count = 0
+    with sub:
+        for event in sub:
+            if isinstance(event, Snapshot):
+                print(f"snapshot as_of={list(event.as_of.elements())} rows={event.table.num_rows}")
+                for row in event.table.to_pylist():
+                    print(f"  {row}")
+            elif isinstance(event, Epoch | Data):
+                print(f"time {event.time} rows={event.table.num_rows}")
+                for row in event.table.to_pylist():
+                    print(f"  {row}")
+            elif isinstance(event, Progress):
+                print(f"progress {list(event.lower.elements())}", flush=True)
+                if event.lower.is_empty():
+                    break
+            elif isinstance(event, Closed):
+                print(f"closed: {event.reason}", flush=True)
+                return 1
+            count += 1
+            if args.max_events and count >= args.max_events:
+                break
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sealtime", description="sealtime: stream processing with consistent time"
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser(
+        "run", help="run a job (module:function building a Dataflow); resumes its data dir"
+    )
+    r.add_argument("job", help="'package.module:function' or 'file.py:function'")
+    r.add_argument("--data-dir", required=True)
+    r.add_argument("--ticks", type=int, default=None, help="stop after N ticks")
+    r.add_argument("--forever", action="store_true", help="run until interrupted")
+    rp = sub.add_parser(
+        "replay", help="re-run a job from another run's ingest log; outputs go to a new dir"
+    )
+    rp.add_argument("job", help="'package.module:function' or 'file.py:function'")
+    rp.add_argument("--from", dest="from_dir", required=True, help="data dir of the run")
+    rp.add_argument("--data-dir", required=True, help="a new, empty data dir")
+    rp.add_argument("--name", default=None, help="the original dataflow's name if it differs")
     d = sub.add_parser(
         "demo", help="run a live generator -> windows -> join pipeline on local Spark"
     )
@@ -127,7 +194,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--window", default="5s")
     d.add_argument("--tick", default="1s")
     d.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("catalog", help="list the published streams and views")
+    c.add_argument("--catalog", help="data dir, catalog HOST:PORT or postgresql:// URL")
+    sb = sub.add_parser("subscribe", help="print a publication's updates and progress")
+    sb.add_argument("name")
+    sb.add_argument("--catalog", help="data dir, catalog HOST:PORT or postgresql:// URL")
+    sb.add_argument("--mode", choices=["stream", "view"], default="stream")
+    sb.add_argument("--max-events", type=int, default=0, help="stop after N events")
+    sb.add_argument("--timeout", type=float, default=10.0, help="connect timeout (s)")
     args = parser.parse_args(argv)
+    if args.command == "catalog":
+        return catalog_cmd(args)
+    if args.command == "subscribe":
+        return subscribe_cmd(args)
+    if args.command == "run":
+        from sealtime.jobs import run_job
+
+        return run_job(
+            args.job, args.data_dir, ticks=args.ticks, forever=args.forever, out=sys.stdout
+        )
+    if args.command == "replay":
+        from sealtime.jobs import replay_job
+
+        replay_job(args.job, args.from_dir, args.data_dir, name=args.name, out=sys.stdout)
+        return 0
     if args.command == "demo":
         return demo(args)
     return 2

@@ -387,7 +387,13 @@ class Collection:
         return self
 
     def publish(self, topic: str, **options: Any) -> Collection:
-        """Publish this collection's sealed epochs to subscribers (``st.subscribe``)."""
+        """Publish this collection's sealed epochs to subscribers (``st.subscribe``).
+
+        Options: ``partitions=N`` (rows split by a hash of the row, or of ``by=`` columns,
+        into N publishers), ``mode="stream"`` (no history) or ``"view"`` (durable history:
+        snapshot + resumable updates), ``host``/``port`` (loopback, ephemeral by default),
+        ``history_dir`` (view shards; default ``<data_dir>/publish``) and `Publisher`
+        options. The topic is recorded in the dataflow's catalog (see docs/catalog.md)."""
         self._flow._add_publication(self._node, topic, options)
         return self
 

@@ -48,6 +48,16 @@ class Dataflow:
     * `shuffle_partitions`: Spark shuffle partitions while this dataflow runs.
     * `record`: keep every collection's updates for `updates()`/`to_spark()` (tests,
       debugging); production dataflows set False and read sinks instead.
+    * `checkpoint_every`: write a soft checkpoint of all operator state every N ticks
+      (None or 0: never); recovery = latest checkpoint + the log after it.
+    * `truncate_log`: after a checkpoint, delete ingest-log files it made unnecessary
+      (keep False to be able to `replay` from the very beginning).
+
+    Durability: every tick's binding (source positions, frontiers, log files) is written
+    to the metadata store before its rows propagate. Building the same dataflow again
+    on the same `data_dir` resumes it: sources continue after their last bound position,
+    operators recompute from the latest checkpoint and the log, and exactly-once sinks
+    (`st.sinks.Persist`, `st.sinks.Parquet`) skip what they committed already.
     """
 
     def __init__(
@@ -63,6 +73,8 @@ class Dataflow:
         sleep: Callable[[float], None] | None = None,
         shuffle_partitions: int | None = None,
         record: bool = True,
+        checkpoint_every: int | None = 50,
+        truncate_log: bool = True,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("Dataflow(name) must be a non-empty string")
@@ -84,6 +96,15 @@ class Dataflow:
         if shuffle_partitions is not None and shuffle_partitions < 1:
             raise ValueError("Dataflow(shuffle_partitions) must be >= 1")
         self.shuffle_partitions = shuffle_partitions
+        if checkpoint_every is not None and (
+            not isinstance(checkpoint_every, int) or checkpoint_every < 0
+        ):
+            raise ValueError(
+                f"Dataflow(checkpoint_every={checkpoint_every!r}) must be a number of ticks "
+                ">= 1, or 0/None for no checkpoints"
+            )
+        self.checkpoint_every = checkpoint_every or None
+        self.truncate_log = bool(truncate_log)
         if spark is None:
             from ..spark.session import get_or_create_session
 
@@ -94,6 +115,8 @@ class Dataflow:
         self._source_outputs: dict[tuple[int, str], Collection] = {}
         #: topic -> Publish sink (its ``address`` is where subscribers connect)
         self.publications: dict[str, Any] = {}
+        self._catalog: Any = None  # sealtime.pubsub.catalog.Catalog, on first use
+        self._catalog_server: Any = None  # its CatalogServer, started by the first publish
         self._engine = None
 
     # ------------------------------------------------------------------ building
@@ -187,18 +210,75 @@ class Dataflow:
             raise RuntimeError("Dataflow: add sinks before the first run()")
         if not hasattr(sink, "commit"):
             raise TypeError(f"sink(): expected a sealtime sink (st.sinks.*), got {sink!r}")
+        if hasattr(sink, "attach"):
+            sink.attach(self, node)
         self._sinks.append((node, sink))
 
     def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from ..pubsub.catalog import CATALOG_TOPIC
         from ..sinks.publish import Publish
 
-        if topic in self.publications:
+        if self._engine is not None:
+            raise RuntimeError("Dataflow: publish before the first run()")
+        if topic in self.publications or topic == CATALOG_TOPIC:
             raise ValueError(
-                f"publish({topic!r}): the topic is published already; pick another name"
+                f"publish({topic!r}): the topic is published already (or reserved); "
+                "pick another name"
             )
-        sink = Publish(topic, **options)
+        options.setdefault("history_dir", os.path.join(self.data_dir, "publish"))
+        schema = to_arrow_schema(node.schema, timezone="UTC")
+        sink = Publish(topic, schema=schema, store=self.metadata_store, **options)
+        try:
+            addresses = [f"{host}:{port}" for host, port in sink.addresses]
+            self.catalog.publish(
+                topic, addresses, schema=sink.schema, dataflow=self.name, mode=sink.mode
+            )
+            self.serve_catalog().refresh()
+        except BaseException:
+            sink.close()
+            raise
         self.publications[topic] = sink
         self._add_sink(node, sink)
+
+    @property
+    def catalog(self) -> Any:
+        """The catalog of publications in this dataflow's metadata store
+        (`sealtime.pubsub.catalog.Catalog`: ``entries()``, ``lookup(name)``)."""
+        if self._catalog is None:
+            from ..pubsub.catalog import Catalog
+
+            self._catalog = Catalog(self.metadata_store)
+        return self._catalog
+
+    def serve_catalog(self, host: str = "127.0.0.1", port: int = 0) -> Any:
+        """Serve the catalog over TCP (a view publication; started by the first
+        ``publish``; call it earlier to choose `host`/`port`). Returns the server."""
+        if self._catalog_server is None:
+            from ..pubsub.catalog import CatalogServer
+
+            self._catalog_server = CatalogServer(self.catalog, host, port).start()
+            self.catalog.set_server(self.name, self._catalog_server.address)
+        return self._catalog_server
+
+    @property
+    def catalog_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the catalog server (``st.subscribe(..., catalog="host:port")``),
+        None before the first publication."""
+        return None if self._catalog_server is None else self._catalog_server.address
+
+    def close_publications(self) -> None:
+        """Stop publishing: remove this dataflow's publications from the catalog, close
+        their publishers (subscribers get ``Close``) and the catalog server."""
+        for topic, sink in list(self.publications.items()):
+            self.catalog.unpublish(topic, self.name)
+            sink.close()
+        server, self._catalog_server = self._catalog_server, None
+        if server is not None:
+            server.refresh()
+            server.close()
+            self.catalog.set_server(self.name, None)
 
     def _empty_delta(self, schema: T.StructType) -> DataFrame:
         fields = list(schema.fields) + [
@@ -229,7 +309,7 @@ class Dataflow:
         frontier is empty (default), or `forever` (paced by the ticker's clock).
         Returns the tick reports."""
         engine = self.engine
-        if ticks is None and not forever:
+        if ticks is None and not forever and engine.replay is None:
             for node in self._nodes:
                 if node.kind == "source" and not node.params["source"].finite:
                     raise ValueError(
@@ -255,6 +335,62 @@ class Dataflow:
                 if delay > 0:
                     self._sleep(delay)
         return reports
+
+    def replay(
+        self,
+        from_data_dir: str | os.PathLike[str],
+        *,
+        from_metadata: str | None = None,
+        name: str | None = None,
+        on_tick: Callable[[Any], None] | None = None,
+    ) -> list[Any]:
+        """Re-run this dataflow from another run's ingest log and bindings (read in place,
+        never changed), tick by tick with the original binding times, so every sink gets
+        exactly the commits of the original run. This dataflow's own `data_dir` must be
+        new. `name` is the original dataflow's name (default: this one's)."""
+        from ..engine.bindings import BindingLog
+        from ..engine.coordinator import Engine
+        from ..storage import MetadataStore
+
+        if self._engine is not None:
+            raise RuntimeError("replay() must be the first run of a Dataflow")
+        source_dir = os.path.abspath(os.fspath(from_data_dir))
+        if source_dir == self.data_dir:
+            raise ValueError("replay(from_data_dir=...) must differ from this data_dir")
+        store = MetadataStore.open(from_metadata or source_dir)
+        original = BindingLog(store, name or self.name)
+        if not original.load():
+            raise ValueError(
+                f"replay: no bindings for dataflow {name or self.name!r} in {source_dir}; "
+                "pass the data_dir (and name=) of the run to replay"
+            )
+        if original.store.kv_get("log-truncation", original.flow):
+            raise ValueError(
+                f"replay: the log in {source_dir} was truncated behind a checkpoint; "
+                "replaying from the beginning needs a run with truncate_log=False"
+            )
+        self._engine = Engine(self, replay_from=original)
+        try:
+            return self.run(on_tick=on_tick)
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        """Close source readers, sinks and the metadata store."""
+        if self._engine is not None:
+            self._engine.close()
+        self.close_publications()
+        published = {id(s) for s in self.publications.values()}
+        for _, sink in self._sinks:
+            close = getattr(sink, "close", None)
+            if close is not None and id(sink) not in published:
+                close()
+        self.metadata_store.close()
+
+    def resumption_frontier(self) -> dict[str, Any]:
+        """Per source, the source-native position acknowledged upstream: every row before
+        it is durable in every exactly-once sink downstream."""
+        return {} if self._engine is None else self._engine.resumption_frontier()
 
     @property
     def bindings(self) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ times, and it is injectable.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time as _time
 from collections.abc import Callable
@@ -33,8 +34,13 @@ from ..dataflow.plan import Node
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.reduce import AggregateReducer, DifferentialReduce, TopKReducer, WindowedReduce
 from ..spark.relational import BilinearJoin, Distinct, assign_windows
+from .bindings import Binding, BindingLog
+from .checkpoint import load_frames, remove, save_frames, state_fields
+from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
-from .ingest import MIN_TIME, SourceRuntime
+from .ingest import MIN_TIME, LogFile, SourceRuntime
+
+MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
 
 __all__ = ["Engine", "TickReport"]
 
@@ -54,7 +60,7 @@ class TickReport:
 class Engine:
     """Runs the plan of a `Dataflow` tick by tick. Internal; users call `Dataflow.run`."""
 
-    def __init__(self, flow) -> None:
+    def __init__(self, flow, replay_from: BindingLog | None = None) -> None:
         self.flow = flow
         self.spark = flow._spark
         self.nodes: list[Node] = list(flow._nodes)
@@ -67,11 +73,36 @@ class Engine:
         self.tick_no = 0
         self.last_into = MIN_TIME
         self.bindings: list[dict[str, Any]] = []
+        self.acknowledged: dict[str, Any] = {}
+        self.checkpoint_every = getattr(flow, "checkpoint_every", None)
+        self.truncate_log = getattr(flow, "truncate_log", False)
+        self.recovered_from: dict[str, Any] = {}
         for node in self.nodes:
             for inp in node.inputs:
                 self.consumers[inp.id] += 1
         for node, _ in flow._sinks:
             self.consumers[node.id] += 1
+
+        # Durable state: the bindings (remap collection) and checkpoints of this dataflow.
+        self.log = BindingLog(flow.metadata_store, flow.name)
+        self.log.check_plan(self._fingerprint())
+        stored = self.log.load()
+        self.replay: list[Binding] | None = None
+        if replay_from is not None:
+            if stored:
+                raise RuntimeError(
+                    f"replay: Dataflow({flow.name!r}) already has {len(stored)} bindings in its "
+                    "data_dir; replay into a new, empty data_dir"
+                )
+            self.replay = replay_from.load()
+        truncated = flow.metadata_store.kv_get("log-truncation", flow.name, {})
+        restored = _restore_sources(stored, truncated)
+        acked = BindingLog.resumption_positions(stored, self._durable_upper())
+        if stored:
+            self.tick_no = stored[-1].tick
+            self.last_into = stored[-1].into_time
+            self.bindings = [_binding_dict(b) for b in stored]
+            self.recovered_from = {"ticks": len(stored)}
         for node in self.nodes:
             self.done[node.id] = MIN_TIME
             if node.kind == "source":
@@ -83,15 +114,48 @@ class Engine:
                     time_column=p.get("time"),
                     lateness=p.get("lateness"),
                     max_rows=p.get("max_rows"),
+                    restored=restored.get(node.name),
+                    acknowledged=acked.get(node.name),
+                    replay=self.replay is not None,
                 )
             self.runtime[node.id] = self._make_runtime(node)
+        self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
+        checkpoints = self.log.checkpoints() if stored else []
+        if checkpoints:
+            self._restore_checkpoint(*checkpoints[-1])
+
+    def _fingerprint(self) -> list[str]:
+        plan = [
+            f"{n.kind}:{n.name}:{[i.id for i in n.inputs]}:{n.columns}:{n.params.get('time')}"
+            f":{n.params.get('lateness')}"
+            for n in self.nodes
+        ]
+        plan += [f"sink:{node.id}:{type(sink).__name__}" for node, sink in self.flow._sinks]
+        return plan
+
+    def _durable_upper(self) -> int | None:
+        """The least upper of the sinks that must not lose data (exactly-once sinks); None
+        when every logged row is durable downstream (no such sink, or all finished)."""
+        uppers = [
+            sink.durable_upper() for _, sink in self.flow._sinks if hasattr(sink, "durable_upper")
+        ]
+        present = [u for u in uppers if u is not None]
+        return min(present) if present else None
 
     # ------------------------------------------------------------------ runtimes
     def _checkpoint(self, df: DataFrame | None) -> DataFrame | None:
         # Materialise and cut the lineage: state is rebuilt from its previous value every
         # tick, so without this the query plan would grow with the number of ticks.
-        return None if df is None else df.localCheckpoint(eager=True)
+        if df is None:
+            return None
+        # Bound the partition count: a broadcast join keeps its streamed side's
+        # partitions, and state unioned with its own join output would otherwise double
+        # its partitions every tick. coalesce() merges partitions without a shuffle.
+        return df.coalesce(self._partitions()).localCheckpoint(eager=True)
+
+    def _partitions(self) -> int:
+        return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
 
     def _make_runtime(self, node: Node) -> Any:
         p = node.params
@@ -120,15 +184,9 @@ class Engine:
     def tick(self) -> TickReport:
         started = _time.perf_counter()
         self.tick_no += 1
-        into = max(self.flow._clock_ms(), self.last_into + 1)
-        self.last_into = into
-        binding: dict[str, Any] = {"tick": self.tick_no, "into_time": into, "sources": {}}
-        rows_in = 0
-        for src in self.sources.values():
-            before = src.rows_in
-            binding["sources"][src.name] = src.ingest(self.tick_no, into)
-            rows_in += src.rows_in - before
-        self.bindings.append(binding)
+        binding = self._mint_binding()
+        into = binding["into_time"]
+        rows_in = sum(p["rows"] for p in binding["sources"].values())
 
         frontiers = self.tracker.advance({nid: s.frontier for nid, s in self.sources.items()})
         outputs: dict[int, DataFrame | None] = {}
@@ -151,14 +209,140 @@ class Engine:
             outputs[node.id] = out
             self.done[node.id] = hi
             sealed[node.id] = (lo, hi)
+        failpoint("tick.computed")
         for node, sink in self.flow._sinks:
             if node.id in sealed:
                 lo, hi = sealed[node.id]
                 sink.commit(outputs[node.id], lo, hi, self._commit_info(node))
+        self._acknowledge()
+        if self.checkpoint_every and self.tick_no % self.checkpoint_every == 0:
+            self.checkpoint()
         frontier = f_min([frontiers[n.id] for n in self.nodes]) if self.nodes else None
         return TickReport(
             self.tick_no, into, frontier, rows_in, _time.perf_counter() - started, sealed
         )
+
+    # ------------------------------------------------------------------ durability
+    def _mint_binding(self) -> dict[str, Any]:
+        """Read, stamp and log every source, make the log files durable, then record the
+        tick's binding in one transaction — before any row of this tick propagates."""
+        parts: dict[str, Any] = {}
+        if self.replay is not None:
+            original = self.replay[self.tick_no - 1]
+            into = original.into_time
+            for src in self.sources.values():
+                part = original.sources[src.name]
+                src.apply_binding(
+                    part,
+                    [LogFile(**f) for f in part["files"]],
+                    [LogFile(**f) for f in part["error_files"]],
+                )
+                parts[src.name] = {**part, "rows": sum(f["rows"] for f in part["files"])}
+        else:
+            into = max(self.flow._clock_ms(), self.last_into + 1)
+            for src in self.sources.values():
+                before = src.rows_in
+                part = src.ingest(self.tick_no, into)
+                parts[src.name] = {**part, "rows": src.rows_in - before}
+                for f in part["files"] + part["error_files"]:
+                    _fsync(f["path"])
+            for src in self.sources.values():
+                _fsync(src.log_dir)
+        self.last_into = into
+        failpoint("ingest.logged")
+        self.log.append(self.tick_no, into, parts)
+        failpoint("binding.committed")
+        binding = {"tick": self.tick_no, "into_time": into, "sources": parts}
+        self.bindings.append(binding)
+        return binding
+
+    def _acknowledge(self) -> None:
+        """Acknowledge upstream up to the resumption frontier: the positions whose rows
+        are all at times below the durable upper of every exactly-once sink."""
+        if self.replay is not None:
+            return
+        upper = self._durable_upper()
+        for src in self.sources.values():
+            position = None
+            # Walk back from the newest binding (the common case acknowledges it).
+            for binding in reversed(self.bindings):
+                part = binding["sources"].get(src.name)
+                if part is not None and (upper is None or part["state"]["max_logged"] < upper):
+                    position = part["position"]
+                    break
+            if position is not None and position != self.acknowledged.get(src.name):
+                src.acknowledge(position)
+                self.acknowledged[src.name] = position
+
+    def resumption_frontier(self) -> dict[str, Any]:
+        """Per source, the source-native position up to which upstream is acknowledged."""
+        return dict(self.acknowledged)
+
+    def checkpoint(self) -> None:
+        """Write a soft checkpoint of all operator state, then truncate the logs behind it."""
+        directory = os.path.join(self.flow.data_dir, "checkpoints", f"{self.tick_no:08d}")
+        frames: dict[str, DataFrame | None] = {}
+        for nid, rt in self.runtime.items():
+            if rt is not None:
+                for key, df in state_fields(rt).items():
+                    frames[f"n{nid}.{key}"] = df
+        for (nid, port), df in self.pending.items():
+            frames[f"p{nid}.{port}"] = df
+        truncate = {src.name: self._processed_below(nid) for nid, src in self.sources.items()}
+        manifest = {
+            "tick": self.tick_no,
+            "directory": directory,
+            "done": {str(k): v for k, v in self.done.items()},
+            "frames": save_frames(frames, directory),
+            "truncate": truncate,
+        }
+        failpoint("checkpoint.written")
+        self.log.record_checkpoint(self.tick_no, manifest)
+        for old in self.log.drop_checkpoints_before(self.tick_no):
+            remove(old["directory"])
+        if self.truncate_log:
+            self._truncate(truncate)
+
+    def _processed_below(self, source_id: int) -> int | None:
+        """Least `done` frontier over the source and everything downstream of it: log rows
+        at earlier times are reflected in the checkpointed state."""
+        reach = {source_id}
+        for node in self.nodes:  # nodes are in topological order
+            if any(i.id in reach for i in node.inputs):
+                reach.add(node.id)
+        return f_min(self.done[n] for n in reach)
+
+    def _truncate(self, below: dict[str, int | None]) -> None:
+        marks = dict(self.flow.metadata_store.kv_get("log-truncation", self.flow.name, {}))
+        marks.update({k: (v if v is not None else MAX_TIME) for k, v in below.items()})
+        # Record first: a crash after this but before the deletes only leaves files behind.
+        self.flow.metadata_store.kv_put("log-truncation", self.flow.name, marks)
+        for src in self.sources.values():
+            mark = marks[src.name]
+            for files in (src.files, src.error_files):
+                gone = [f for f in files if f.max_time < mark]
+                for f in gone:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(f.path)
+                files[:] = [f for f in files if f.max_time >= mark]
+
+    def _restore_checkpoint(self, tick: int, manifest: dict[str, Any]) -> None:
+        frames = load_frames(self.spark, manifest["frames"])
+        for key, df in frames.items():
+            if key.startswith("n"):
+                nid, attr = key[1:].split(".", 1)
+                setattr(self.runtime[int(nid)], attr, df)
+            elif df is not None:
+                nid, port = key[1:].split(".", 1)
+                self.pending[(int(nid), int(port))] = df
+        for nid, value in manifest["done"].items():
+            self.done[int(nid)] = value
+        self.recovered_from["checkpoint"] = tick
+
+    def close(self) -> None:
+        for src in self.sources.values():
+            with contextlib.suppress(Exception):
+                src.close()
 
     def _commit_info(self, node: Node) -> dict[str, Any]:
         return {
@@ -259,9 +443,41 @@ class Engine:
         return self.done[node.id]
 
     def finished(self) -> bool:
+        if self.replay is not None and self.tick_no >= len(self.replay):
+            return True
         return all(s.exhausted for s in self.sources.values()) and all(
             v is None for v in self.done.values()
         )
+
+
+def _restore_sources(
+    bindings: list[Binding], truncated: dict[str, int]
+) -> dict[str, dict[str, Any]]:
+    """Per source: the state of its last binding and the log files of all bindings
+    (minus the ones a checkpoint truncated)."""
+    out: dict[str, dict[str, Any]] = {}
+    for binding in bindings:
+        for name, part in binding.sources.items():
+            entry = out.setdefault(name, {"files": [], "error_files": []})
+            entry["state"] = part["state"]
+            mark = truncated.get(name, MIN_TIME)
+            entry["files"] += [f for f in part["files"] if f["max_time"] >= mark]
+            entry["error_files"] += [f for f in part["error_files"] if f["max_time"] >= mark]
+    return out
+
+
+def _binding_dict(b: Binding) -> dict[str, Any]:
+    return {"tick": b.tick, "into_time": b.into_time, "sources": b.sources}
+
+
+def _fsync(path: str) -> None:
+    # Log files (and their directory entries) must be durable before the binding that
+    # names them commits.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 Clock = Callable[[], float]

@@ -19,7 +19,9 @@ Time assignment:
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,18 +31,83 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..sources.base import ReadBatch, Source
+from ..sources.decode import SchemaMismatchError
 
-__all__ = ["MIN_TIME", "LogFile", "SourceRuntime"]
+__all__ = ["MIN_TIME", "LogFile", "SourceRuntime", "unreferenced_paths"]
 
 MIN_TIME = -(2**62)  # below any real time; leaves room for `- lateness` without overflow
 
 
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def unreferenced_paths(gone: list[LogFile], kept: list[LogFile]) -> list[str]:
+    """The files to delete when the entries `gone` leave the log and `kept` stay: linked
+    entries of one source file share a path, and late sidecars belong to their entry."""
+    keep = {p for f in kept for p in (f.path, f.late_path) if p}
+    out: list[str] = []
+    for f in gone:
+        for p in (f.path, f.late_path):
+            if p and p not in keep and p not in out:
+                out.append(p)
+    return out
+
+
+def _linkable_time(t: pa.DataType) -> bool:
+    """Event-time column types Spark turns into the same milliseconds as the stamping."""
+    if pa.types.is_timestamp(t):
+        return t.tz is not None and t.unit in ("ms", "us")
+    return pa.types.is_integer(t)
+
+
 @dataclass
 class LogFile:
+    """One ingest-log entry (JSON-able primitives; every path lies under the log dir).
+
+    A *copied* entry (``time_column == ""``) is a Parquet file in the log format
+    (`SourceRuntime.log_schema`). A *linked* entry is a hard link (or a copy) of an
+    immutable source Parquet file: the rows ``[first, end)`` of it (``file_rows`` rows in
+    all) belong to the entry, ``_time`` is its column `time_column` (ms), ``_diff`` is 1,
+    ``_offset`` is ``offset + row - first``, and the rows routed to ``late`` are listed
+    in the sidecar `late_path` (``__row`` = row index in the file, ``_time`` = the bound
+    the row missed, ``reason``). `late` counts the entry's late rows (-1: unknown).
+    """
+
     path: str
     min_time: int
     max_time: int
     rows: int
+    late: int = -1
+    time_column: str = ""
+    first: int = 0
+    end: int = 0
+    file_rows: int = 0
+    offset: int = 0
+    late_path: str = ""
+
+    @property
+    def linked(self) -> bool:
+        return bool(self.time_column)
+
+
+@dataclass
+class _LinkedStamp:
+    """A stamped `LinkedBatch`: its file ranges and the per-row decisions, in log order."""
+
+    links: tuple[tuple[str, int, int, int], ...]
+    times: np.ndarray  # stamped _time (a late row: the bound it missed)
+    late: np.ndarray  # bool
+    reason: pa.Array | None  # string per row (null when not late); None = none late
+    offset: int  # _offset of the first row
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.times)
 
 
 @dataclass
@@ -64,15 +131,21 @@ class SourceRuntime:
     rows_in: int = 0
     files: list[LogFile] = field(default_factory=list)
     error_files: list[LogFile] = field(default_factory=list)
+    #: largest `_time` in the log so far (for mapping a time back to a position)
+    max_logged: int = MIN_TIME
+    #: where to start reading: the position of the last durable binding (restart), and
+    #: the resumption position that counts as acknowledged upstream
+    restored: dict[str, Any] | None = None
+    acknowledged: Any = None
+    #: replay: read nothing upstream; the engine feeds the original bindings instead
+    replay: bool = False
 
     def __post_init__(self) -> None:
-        if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
-            raise RuntimeError(
-                f"source {self.name!r}: {self.log_dir} holds an ingest log from an earlier run; "
-                "use a new data_dir (resuming from a log is not supported by this version)"
-            )
         os.makedirs(self.log_dir, exist_ok=True)
-        self.reader = self.source.open(self.position)
+        self._mark = (len(self.files), len(self.error_files))
+        if self.restored is not None:
+            self.restore(self.restored)
+        self.reader = None if self.replay else self.source.resume(self.position, self.acknowledged)
         self.explicit = getattr(self.source, "time_column", None) == "_time"
         if self.time_column is not None and self.time_column not in self.source.schema.names:
             raise ValueError(
@@ -87,9 +160,22 @@ class SourceRuntime:
     # ------------------------------------------------------------------ one tick
     def ingest(self, tick: int, into_time: int) -> dict[str, Any]:
         """Read, stamp, log. Returns this source's part of the tick's binding."""
+        # Files the log gains from here on belong to this tick's binding.
+        self._mark = (len(self.files), len(self.error_files))
         if self.exhausted:
             return self._binding(into_time)
-        batch = self.reader.read(self.max_rows)
+        try:
+            batch = self._read_batch()
+        except SchemaMismatchError as exc:
+            # Not a bad record but bad data or a bad declaration: stop, naming the source.
+            raise SchemaMismatchError(
+                f"source {self.name!r} ({exc.source})",
+                exc.column,
+                exc.expected,
+                exc.found,
+                where=exc.where,
+                fix=exc.fix,
+            ) from exc
         self.position = batch.position
         lower = self.frontier
         data = batch.data
@@ -110,7 +196,60 @@ class SourceRuntime:
         return self._binding(into_time)
 
     def _binding(self, into_time: int) -> dict[str, Any]:
-        return {"position": self.position, "frontier": self.frontier, "into_time": into_time}
+        new = self.files[self._mark[0] :]
+        new_err = self.error_files[self._mark[1] :]
+        for f in new:
+            self.max_logged = max(self.max_logged, f.max_time)
+        return {
+            "position": self.position,
+            "frontier": self.frontier,
+            "into_time": into_time,
+            "state": self.state(),
+            "files": [dataclasses.asdict(f) for f in new],
+            "error_files": [dataclasses.asdict(f) for f in new_err],
+        }
+
+    # ------------------------------------------------------------------ durable state
+    def state(self) -> dict[str, Any]:
+        """The scalar state a restart needs (JSON-able); files travel separately."""
+        return {
+            "position": self.position,
+            "frontier": self.frontier,
+            "exhausted": self.exhausted,
+            "max_seen": self.max_seen,
+            "reported": self.reported,
+            "offset": self.offset,
+            "late_count": self.late_count,
+            "error_count": self.error_count,
+            "rows_in": self.rows_in,
+            "max_logged": self.max_logged,
+        }
+
+    def restore(self, restored: dict[str, Any]) -> None:
+        """Take the state of the last durable binding and the log files of all bindings."""
+        for key, value in restored["state"].items():
+            setattr(self, key, value)
+        self.files = [LogFile(**f) for f in restored["files"]]
+        self.error_files = [LogFile(**f) for f in restored["error_files"]]
+
+    def apply_binding(self, part: dict[str, Any], files: list[LogFile], errors: list[LogFile]):
+        """Replay: take one original binding instead of reading the source."""
+        for key, value in part["state"].items():
+            setattr(self, key, value)
+        self.files.extend(files)
+        self.error_files.extend(errors)
+        self._mark = (len(self.files) - len(files), len(self.error_files) - len(errors))
+
+    def acknowledge(self, position: Any) -> None:
+        """Acknowledge upstream up to `position` (the resumption frontier), if the source
+        takes acknowledgements."""
+        ack = getattr(self.reader, "acknowledge", None)
+        if ack is not None and position is not None:
+            ack(position)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
     def _stamp_ingestion_time(self, data: pa.Table, into_time: int) -> pa.Table:
         n = data.num_rows
@@ -119,7 +258,7 @@ class SourceRuntime:
         table = table.append_column("_late", pa.nulls(n, pa.string()))
         return self._with_offsets(table)
 
-    def _stamp_event_time(self, data: pa.Table, batch: ReadBatch) -> pa.Table:
+    def _stamp_event_time(self, data: pa.Table, batch: ReadBatch) -> pa.Table | _LinkedStamp:
         n = data.num_rows
         if self.explicit:
             times = data.column("_time").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -138,9 +277,8 @@ class SourceRuntime:
                     f"source {self.name!r}: time column {self.time_column!r} has nulls; "
                     "filter them at the source or use ingestion time"
                 )
-            times = col.to_numpy(zero_copy_only=False).astype(np.int64)
-            table = data.append_column("_time", pa.array(times))
-            table = table.append_column("_diff", pa.array(np.ones(n, np.int64)))
+            times = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            table = data  # `_time` and `_diff` are added below (not for linked batches)
         # The admission bound for record i, from the log order alone. With `lateness`,
         # only bounded lateness counts (a source's watermark depends on how reads were
         # split, which would make the decision depend on tick sizes); without it, the
@@ -155,6 +293,12 @@ class SourceRuntime:
         if n:
             top = int(times.max())
             self.max_seen = top if self.max_seen is None else max(self.max_seen, top)
+        links = getattr(batch, "links", None)
+        if links:
+            return self._stamp_linked(links, times, bound, late)
+        if not self.explicit:
+            table = table.append_column("_time", pa.array(times))
+            table = table.append_column("_diff", pa.array(np.ones(n, np.int64)))
         reason = pa.nulls(n, pa.string())
         if late.any():
             self.late_count += int(late.sum())
@@ -176,6 +320,93 @@ class SourceRuntime:
         table = table.append_column("_late", reason)
         return self._with_offsets(table)
 
+    def _read_batch(self) -> ReadBatch:
+        """The next batch; immutable Parquet input comes as file ranges when possible."""
+        read_linked = getattr(self.reader, "read_linked", None)
+        if (
+            read_linked is not None
+            and self.time_column is not None
+            and not self.explicit
+            and _linkable_time(self.source.schema.field(self.time_column).type)
+        ):
+            return read_linked(self.max_rows, [self.time_column])
+        return self.reader.read(self.max_rows)
+
+    def _stamp_linked(
+        self, links, times: np.ndarray, bound: np.ndarray, late: np.ndarray
+    ) -> _LinkedStamp:
+        reason = None
+        if late.any():
+            self.late_count += int(late.sum())
+            text = pc.binary_join_element_wise(
+                "event time ",
+                pc.cast(pa.array(times), pa.string()),
+                " is behind the sealed frontier ",
+                pc.cast(pa.array(bound), pa.string()),
+                "",
+            )
+            reason = pc.if_else(pa.array(late), text, pa.nulls(len(times), pa.string()))
+            times = np.where(late, bound, times)
+        stamp = _LinkedStamp(tuple(links), times, late, reason, self.offset)
+        self.offset += len(times)
+        return stamp
+
+    def _link(self, source_path: str) -> str:
+        """A hard link of the immutable file `source_path` inside the log dir (a copy when
+        the log is on another filesystem); reused when the file was linked before."""
+        name = os.path.basename(source_path)
+        dest = os.path.join(self.log_dir, f"src-{name}")
+        if os.path.exists(dest):
+            return dest
+        try:
+            os.link(source_path, dest)
+        except FileExistsError:
+            pass
+        except OSError:  # another filesystem, or links not supported: copy
+            tmp = dest + ".tmp"
+            shutil.copyfile(source_path, tmp)
+            os.replace(tmp, dest)
+        return dest
+
+    def _write_linked(self, stamp: _LinkedStamp, tick: int, files: list[LogFile]) -> None:
+        at = 0
+        for k, (path, first, end, file_rows) in enumerate(stamp.links):
+            n = end - first
+            times = stamp.times[at : at + n]
+            late = stamp.late[at : at + n]
+            dest = self._link(path)
+            late_path = ""
+            n_late = int(late.sum())
+            if n_late:
+                rows = np.flatnonzero(late)
+                late_path = os.path.join(self.log_dir, f"late-{tick:08d}-{k:04d}.parquet")
+                assert stamp.reason is not None
+                sidecar = pa.table(
+                    {
+                        "__row": pa.array(rows + first, pa.int64()),
+                        "_time": pa.array(times[rows], pa.int64()),
+                        "reason": stamp.reason.slice(at, n).take(pa.array(rows)),
+                    }
+                )
+                pq.write_table(sidecar, late_path)
+                _fsync(late_path)  # the engine makes `path` durable; the sidecar is ours
+            files.append(
+                LogFile(
+                    dest,
+                    int(times.min()),
+                    int(times.max()),
+                    n,
+                    late=n_late,
+                    time_column=self.time_column or "",
+                    first=first,
+                    end=end,
+                    file_rows=file_rows,
+                    offset=stamp.offset + at,
+                    late_path=late_path,
+                )
+            )
+            at += n
+
     def _with_offsets(self, table: pa.Table) -> pa.Table:
         n = table.num_rows
         table = table.append_column(
@@ -185,10 +416,18 @@ class SourceRuntime:
         return table
 
     def _write(self, table: pa.Table, tick: int, files: list[LogFile], prefix: str) -> None:
+        if isinstance(table, _LinkedStamp):
+            self._write_linked(table, tick, files)
+            return
         path = os.path.join(self.log_dir, f"{prefix}-{tick:08d}.parquet")
         pq.write_table(table, path)
         t = table.column("_time")
-        files.append(LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows))
+        late = (
+            table.num_rows - table.column("_late").null_count
+            if "_late" in table.schema.names
+            else 0
+        )
+        files.append(LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late))
 
     def _write_errors(self, errors: pa.Table, tick: int, at: int) -> None:
         n = errors.num_rows
@@ -249,29 +488,97 @@ class SourceRuntime:
 
         return from_arrow_schema(self.log_schema("errors" if which == "errors" else "main"))
 
-    def files_for(self, which: str, lo: int, hi: int | None) -> list[str]:
+    def _entries(self, which: str, lo: int, hi: int | None) -> list[LogFile]:
         files = self.error_files if which == "errors" else self.files
-        return [f.path for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
+        out = [f for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
+        if which == "late":
+            out = [f for f in out if f.late != 0]
+        return out
+
+    def files_for(self, which: str, lo: int, hi: int | None) -> list[str]:
+        """The log files (and late sidecars) holding updates of `which` in ``[lo, hi)``."""
+        paths: list[str] = []
+        for f in self._entries(which, lo, hi):
+            for p in (f.path, f.late_path):
+                if p and p not in paths:
+                    paths.append(p)
+        return paths
 
     def frame(self, spark, which: str, lo: int, hi: int | None, data: list[str]):
         """The logged updates of output `which` ("main", "late", "errors") at times in
         ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps the range)."""
         from pyspark.sql import functions as F
 
-        paths = self.files_for(which, lo, hi)
-        if not paths:
+        entries = self._entries(which, lo, hi)
+        if not entries:
             return None
-        # An explicit schema spares Spark a job to infer it from the files' footers.
-        df = spark.read.schema(self.spark_schema(which)).parquet(*paths)
+        cols = [c for c in self.source.schema.names if c not in ("_time", "_diff")]
+        parts = []
+        copied = [f.path for f in entries if not f.linked]
+        if copied:
+            # An explicit schema spares Spark a job to infer it from the files' footers.
+            df = spark.read.schema(self.spark_schema(which)).parquet(*copied)
+            if which == "main":
+                df = df.filter(F.col("_late").isNull()).select(*data, "_time", "_diff")
+            elif which == "late":
+                df = df.filter(F.col("_late").isNotNull()).select(
+                    *cols, F.col("_late").alias("reason"), "_time", "_diff"
+                )
+            else:
+                df = df.select("raw", "reason", "_time", "_diff")
+            parts.append(df)
+        linked = [f for f in entries if f.linked]
+        if linked:
+            parts.extend(self._linked_frames(spark, which, linked, data, cols))
         cond = F.col("_time") >= lo
         if hi is not None:
             cond = cond & (F.col("_time") < hi)
-        df = df.filter(cond)
-        if which == "main":
-            return df.filter(F.col("_late").isNull()).select(*data, "_time", "_diff")
-        if which == "late":
-            cols = [c for c in self.source.schema.names if c not in ("_time", "_diff")]
-            return df.filter(F.col("_late").isNotNull()).select(
-                *cols, F.col("_late").alias("reason"), "_time", "_diff"
+        out = parts[0].filter(cond)
+        for part in parts[1:]:
+            out = out.unionByName(part.filter(cond))
+        return out
+
+    def _linked_frames(self, spark, which: str, entries: list[LogFile], data, cols) -> list:
+        """Spark frames over linked entries: ``_time`` from the event-time column, ``_diff``
+        1; rows listed in an entry's late sidecar go to ``late`` (at their bound) instead
+        of ``main``. Whole files without late rows are read in one scan, without the row
+        index; the others with ``_metadata.row_index`` restricted to the entry's range."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        fields = [f for f in self.source.schema if f.name not in ("_time", "_diff")]
+        schema = from_arrow_schema(pa.schema(fields))
+        names = [f.name for f in fields]
+        one = F.lit(1).cast("long").alias("_diff")
+        sidecar = "__row BIGINT, _time BIGINT, reason STRING"
+
+        def event_time(e: LogFile):
+            c = F.col(e.time_column)
+            typ = self.source.schema.field(e.time_column).type
+            return (F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")).alias(
+                "_time"
             )
-        return df.select("raw", "reason", "_time", "_diff")
+
+        parts = []
+        rest = entries
+        if which == "main":
+            whole = [e for e in entries if e.first == 0 and e.end == e.file_rows and not e.late]
+            if whole:  # one scan (a source's entries share the time column)
+                df = spark.read.schema(schema).parquet(*[e.path for e in whole])
+                parts.append(df.select(*data, event_time(whole[0]), one))
+            rest = [e for e in entries if e not in whole]
+        for e in rest:
+            df = spark.read.schema(schema).parquet(e.path)
+            df = df.select(*names, F.col("_metadata.row_index").alias("__row"))
+            if not (e.first == 0 and e.end == e.file_rows):
+                df = df.filter((F.col("__row") >= e.first) & (F.col("__row") < e.end))
+            if which == "main":
+                if e.late:
+                    late = spark.read.schema(sidecar).parquet(e.late_path).select("__row")
+                    df = df.join(F.broadcast(late), "__row", "left_anti")
+                parts.append(df.select(*data, event_time(e), one))
+            else:
+                late = spark.read.schema(sidecar).parquet(e.late_path)
+                df = df.join(F.broadcast(late), "__row", "inner")
+                parts.append(df.select(*cols, "reason", "_time", one))
+        return parts

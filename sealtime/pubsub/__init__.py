@@ -10,6 +10,9 @@
 * `subscribe_view(address, resume_from=None)`: view mode against a publisher with a
   `HistoryProvider` (`InMemoryHistory`): `Snapshot`, then updates per time, resumable.
 * `sealtime.pubsub.protocol`: frames, messages, time encoding.
+* `sealtime.pubsub.catalog`: the catalog of publications (metadata store, served as a
+  view; `open_catalog`, `subscribe_catalog`); `sealtime.pubsub.durable.ShardHistory`:
+  durable view history in a persist shard.
 
 See docs/pubsub.md for the design.
 
@@ -23,6 +26,7 @@ See docs/pubsub.md for the design.
 [(10, 1)]
 """
 
+from sealtime.pubsub.catalog import CatalogEntry, open_catalog, subscribe_catalog
 from sealtime.pubsub.frontier import UpperFrontier, covered_by, merge_lowers, merge_uppers
 from sealtime.pubsub.history import HistoryProvider, InMemoryHistory
 from sealtime.pubsub.protocol import PROTOCOL_VERSION, ProtocolError
@@ -44,6 +48,7 @@ from sealtime.pubsub.subscriber import (
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "CatalogEntry",
     "Closed",
     "Data",
     "Disconnection",
@@ -61,7 +66,9 @@ __all__ = [
     "covered_by",
     "merge_lowers",
     "merge_uppers",
+    "open_catalog",
     "subscribe",
+    "subscribe_catalog",
     "subscribe_group",
     "subscribe_stream",
     "subscribe_view",

@@ -30,6 +30,9 @@ message                   kind        header fields (payload)
 `Close`                   ``close``   ``r`` reason (both directions)
 ========================  ==========  ==========================================
 
+Every frame a publisher sends carries ``s``, a sequence number consecutive per
+connection: a subscriber drops duplicated frames and detects gaps (`with_seq`).
+
 In view mode (a publisher with history) the rows of `DataMessage`s are *updates*: they
 carry an int64 ``_diff`` column, so Update{time, row, diff} needs no message of its own.
 An empty `LowerFrontierUpdate` is a sync marker: "everything before the current lower
@@ -89,6 +92,7 @@ __all__ = [
     "normalize_time",
     "table_from_ipc",
     "table_to_ipc",
+    "with_seq",
 ]
 
 #: Version of the message set; a peer speaking another version is closed with a reason.
@@ -365,6 +369,26 @@ def encode_frame(header: dict[str, Any], payload: Any = b"") -> bytes:
     return b"".join((_PREFIX.pack(MAGIC, 0, 0, len(head), len(body)), head, body))
 
 
+def with_seq(frame: bytes, seq: int) -> bytes:
+    """`frame` with the sequence number `seq` added to its header (field ``s``).
+
+    A publisher numbers the frames of each connection consecutively, so a subscriber
+    drops a duplicated frame (``s`` not above the last one) and detects a gap (``s``
+    skipping ahead) — SMILE's duplicate and gap detection at the frame level.
+
+    >>> d = FrameDecoder(); d.feed(with_seq(encode_message(Close("x")), 7)); d.next_message()
+    Close(reason='x')
+    """
+    _, _, _, hlen, plen = _PREFIX.unpack_from(frame)
+    header = msgpack.unpackb(frame[PREFIX_SIZE : PREFIX_SIZE + hlen], raw=False)
+    header["s"] = seq
+    head = msgpack.packb(header, use_bin_type=True)
+    with memoryview(frame) as view:
+        return b"".join(
+            (_PREFIX.pack(MAGIC, 0, 0, len(head), plen), head, view[PREFIX_SIZE + hlen :])
+        )
+
+
 def encode_data(
     time: Time, rows: pa.Table | pa.RecordBatch | pa.Buffer, partition: int = 0
 ) -> bytes:
@@ -502,6 +526,9 @@ class FrameDecoder:
     never decoded) and the frame produces no message — this is how a subscriber drops a
     filtered `DataMessage`. Because messages are pulled one at a time, state changed by
     one message (e.g. the upper snapshot) already applies to the next frame's `skip`.
+    `check(header)` is asked first, for every frame (with or without payload): True drops
+    the frame too (counted in `dropped_frames`; duplicate detection by sequence number),
+    and it may raise `ProtocolError` (a gap).
 
     Any malformed input raises `ProtocolError` and leaves the decoder unusable.
 
@@ -518,7 +545,9 @@ class FrameDecoder:
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
     skip: Callable[[dict[str, Any]], bool] | None = None
+    check: Callable[[dict[str, Any]], bool] | None = None
     skipped_frames: int = 0
+    dropped_frames: int = 0
     skipped_bytes: int = 0
     _buf: bytearray = field(default_factory=bytearray, repr=False)
     _header: dict[str, Any] | None = field(default=None, repr=False)
@@ -578,13 +607,17 @@ class FrameDecoder:
                 if len(buf) < PREFIX_SIZE + hlen:
                     return None
                 self._header = _unpack_header(bytes(buf[PREFIX_SIZE : PREFIX_SIZE + hlen]))
-                if self.skip is not None and plen and self.skip(self._header):
+                dropped = self.check is not None and self.check(self._header)
+                if dropped or (self.skip is not None and plen and self.skip(self._header)):
                     # Drop the payload: what is buffered now, and the rest as it arrives.
                     start = PREFIX_SIZE + hlen
                     have = min(plen, len(buf) - start)
                     del buf[: start + have]
                     self._skipping = plen - have
-                    self.skipped_frames += 1
+                    if dropped:
+                        self.dropped_frames += 1
+                    else:
+                        self.skipped_frames += 1
                     self.skipped_bytes += have
                     self._reset()
                     continue

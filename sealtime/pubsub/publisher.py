@@ -61,6 +61,7 @@ from sealtime.pubsub.protocol import (
     encode_time,
     normalize_time,
     table_to_ipc,
+    with_seq,
 )
 from sealtime.time import Antichain, MutableAntichain
 
@@ -473,6 +474,9 @@ class Publisher:
         self._after_append()
 
     def _append(self, entry: _Entry) -> None:
+        # Number the frame by its log position: a subscriber's frames are a contiguous
+        # range of the log, so their numbers are consecutive (duplicate/gap detection).
+        entry.frame = with_seq(entry.frame, self._base + len(self._log))
         self._log.append(entry)
         self._bytes_total += len(entry.frame)
 
@@ -656,7 +660,11 @@ class Publisher:
             return "mode 'view' is not served by this publisher (it keeps no history)"
         if hello.mode not in ("stream", "view"):
             return f"mode {hello.mode!r} is not served by this publisher"
-        if hello.resume is not None and any(_shape(t) != self._shape for t in hello.resume):
+        if (
+            hello.resume is not None
+            and self._shape is not None  # None: a finished stream that never had a time
+            and any(_shape(t) != self._shape for t in hello.resume)
+        ):
             return f"resume frontier {hello.resume!r} does not match this stream's times"
         if hello.max_frame < self._max_frame_size:
             return (
@@ -683,7 +691,11 @@ class Publisher:
             prefix = [encode_message(server_hello), encode_message(snapshot)]
             if hello.mode == "view":
                 prefix.extend(self._view_prefix(lower, hello.resume))
-            sub = _Sub(peer, self._base + len(self._log), self._bytes_total, prefix)
+            head = self._base + len(self._log)
+            # The prefix takes the numbers just below the log position where this
+            # subscriber starts, so its whole connection is numbered consecutively.
+            prefix = [with_seq(f, head - len(prefix) + i) for i, f in enumerate(prefix)]
+            sub = _Sub(peer, head, self._bytes_total, prefix)
             self._subs.add(sub)
             return sub
 

@@ -177,12 +177,26 @@ def parse_address(address: Address) -> tuple[str, int]:
 
 
 class _Conn:
-    __slots__ = ("sock", "addr", "decoder", "hello", "snapshot", "view", "lower", "done", "label")
+    __slots__ = (
+        "sock",
+        "addr",
+        "decoder",
+        "hello",
+        "snapshot",
+        "view",
+        "lower",
+        "done",
+        "label",
+        "seq",
+        "duplicates",
+    )
 
     def __init__(self, sock: socket.socket, addr: tuple[str, int], decoder: FrameDecoder) -> None:
         self.sock = sock
         self.addr = addr
         self.decoder = decoder
+        self.seq: int | None = None  # sequence number of the last frame taken
+        self.duplicates = 0
         self.hello: Hello | None = None
         self.snapshot: InitialFrontierSnapshot | None = None
         self.view: ViewSnapshot | None = None
@@ -266,9 +280,8 @@ class Subscription:
         self.schema: pa.Schema | None = next(
             (c.hello.schema for c in self._conns if c.hello and c.hello.schema is not None), None
         )
+        self._filtering = self._filter
         for conn in self._conns:
-            if self._filter:
-                conn.decoder.skip = self._skip
             conn.sock.setblocking(False)
             self._selector.register(conn.sock, selectors.EVENT_READ, conn)
         view = self._conns[0].view
@@ -297,6 +310,8 @@ class Subscription:
             raise SubscribeError(f"cannot connect to {addr[0]}:{addr[1]}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = _Conn(sock, addr, FrameDecoder(max_frame_size=max_frame))
+        conn.decoder.check = lambda header: self._check_seq(conn, header)
+        conn.decoder.skip = self._skip
         try:
             hello = Hello(
                 role="subscriber", max_frame=max_frame, mode=self._mode, resume=self._resume
@@ -368,9 +383,27 @@ class Subscription:
 
     # ------------------------------------------------------------------ receiving
 
+    @staticmethod
+    def _check_seq(conn: _Conn, header: dict[str, Any]) -> bool:
+        # Frames are numbered consecutively per connection: drop duplicates, refuse gaps.
+        seq = header.get("s")
+        if type(seq) is int:
+            if conn.seq is not None:
+                if seq <= conn.seq:
+                    conn.duplicates += 1
+                    return True
+                if seq != conn.seq + 1:
+                    raise ProtocolError(
+                        f"gap in the frame sequence: frame {seq} after frame {conn.seq}"
+                    )
+            conn.seq = seq
+        return False
+
     def _skip(self, header: dict[str, Any]) -> bool:
         # Strymon's filter: drop data at t ≤ some element of the (merged) upper snapshot.
-        if header["k"] != "data" or not self._upper_elements:
+        if not getattr(self, "_filtering", False) or header["k"] != "data":
+            return False
+        if not self._upper_elements:
             return False
         return covered_by(self._upper_elements, decode_time(header.get("t")))
 
@@ -378,6 +411,11 @@ class Subscription:
     def filtered_messages(self) -> int:
         """Data messages dropped by the upper-snapshot filter (payloads never decoded)."""
         return sum(c.decoder.skipped_frames for c in self._conns)
+
+    @property
+    def duplicate_frames(self) -> int:
+        """Frames received twice (same sequence number) and dropped."""
+        return sum(c.duplicates for c in self._conns)
 
     @property
     def filtered_bytes(self) -> int:
@@ -685,6 +723,12 @@ def _resolve(topic: Any, catalog: Any) -> list[Address]:
             f"cannot resolve {topic!r}: pass a catalog, or an address 'host:port' "
             "or a list of partition addresses"
         )
+    if not isinstance(catalog, dict) and not hasattr(catalog, "lookup"):
+        # A data dir / SQLite file, "host:port" or postgresql:// URL (imported here:
+        # the catalog module builds on this one).
+        from sealtime.pubsub.catalog import open_catalog
+
+        catalog = open_catalog(catalog)
     lookup = getattr(catalog, "lookup", None)
     if lookup is not None:
         found = lookup(topic)
@@ -692,11 +736,8 @@ def _resolve(topic: Any, catalog: Any) -> list[Address]:
         if topic not in catalog:
             raise KeyError(f"topic {topic!r} is not in the catalog (known: {sorted(catalog)})")
         found = catalog[topic]
-    else:
-        raise TypeError(
-            f"catalog {catalog!r} is not supported here yet: pass a mapping "
-            "topic -> address(es) or an object with lookup(topic)"
-        )
+    else:  # pragma: no cover - open_catalog returns one of the above
+        raise TypeError(f"catalog {catalog!r} has no lookup(topic)")
     return [found] if isinstance(found, str | tuple) else list(found)
 
 
@@ -715,8 +756,12 @@ def subscribe(
 
     * `topic`: a name looked up in `catalog`, or directly an address (`"host:port"` or
       `(host, port)`) or a list of partition addresses (a group subscription).
-    * `catalog`: a mapping `name -> address(es)` or any object with `lookup(name)`
-      returning them (the coordinator's catalog plugs in here).
+    * `catalog`: where names are looked up: the publishing dataflow's data dir (its
+      SQLite metadata store, read with the standard library), its catalog server's
+      ``"host:port"``, a ``postgresql://`` metadata store URL, a mapping
+      `name -> address(es)` or any object with `lookup(name)` returning them
+      (`sealtime.pubsub.catalog.open_catalog`). A name with several partitions gives a
+      group subscription in stream mode.
     * `mode`: `"stream"` (`subscribe_stream` / `subscribe_group`) or `"view"`
       (`subscribe_view`, one partition, optional `resume_from`).
 

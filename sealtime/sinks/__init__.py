@@ -2,5 +2,6 @@
 
 from .console import Callback, Console
 from .parquet import Parquet
+from .persist import Persist
 
-__all__ = ["Callback", "Console", "Parquet"]
+__all__ = ["Callback", "Console", "Parquet", "Persist"]

@@ -12,9 +12,12 @@ import json
 import os
 from typing import Any
 
+from ..engine.failpoints import failpoint
+
 __all__ = ["Parquet"]
 
 COMMIT_LOG = "_sealtime_commits.jsonl"
+_MIN_TIME = -(2**62)  # the engine's MIN_TIME: nothing committed yet
 
 
 class Parquet:
@@ -28,26 +31,58 @@ class Parquet:
         self.path = os.fspath(path)
 
     def commits(self) -> list[dict[str, Any]]:
-        """The committed ranges, oldest first."""
+        """The committed ranges, oldest first (a line torn by a crash is not a commit)."""
         log = os.path.join(self.path, COMMIT_LOG)
         if not os.path.exists(log):
             return []
         with open(log, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            text = f.read()
+        complete = text[: text.rfind("\n") + 1]
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+    def durable_upper(self) -> int | None:
+        """Times below this are committed (None: the collection is finished)."""
+        commits = self.commits()
+        return commits[-1]["upper"] if commits else _MIN_TIME
 
     def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> None:
+        from pyspark.sql import functions as F
+
         os.makedirs(self.path, exist_ok=True)
-        seq = len(self.commits())
+        commits = self.commits()
+        upper = commits[-1]["upper"] if commits else _MIN_TIME
+        if upper is None or (hi is not None and upper >= hi):
+            return  # committed before a restart: exactly once
+        if delta is not None and lo < upper:
+            delta = delta.filter(F.col("_time") >= upper)
+            lo = upper
+        self._repair_log()
+        seq = len(commits)
         rel = f"commit-{seq:08d}"
         target = os.path.join(self.path, rel)
         if delta is None:
             delta = info["spark"].createDataFrame([], _with_system(info["schema"]))
         delta.write.mode("overwrite").parquet(target)
+        failpoint("sink.written")
         entry = {"seq": seq, "lower": lo, "upper": hi, "dir": rel, "tick": info["tick"]}
         with open(os.path.join(self.path, COMMIT_LOG), "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
             f.flush()
             os.fsync(f.fileno())
+        failpoint("sink.committed")
+
+    def _repair_log(self) -> None:
+        # Drop a partial last line left by a crash, so the next line starts clean.
+        log = os.path.join(self.path, COMMIT_LOG)
+        if not os.path.exists(log):
+            return
+        with open(log, "rb+") as f:
+            data = f.read()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
 
     def read(self, spark):
         """All committed updates as a Spark DataFrame."""

@@ -15,6 +15,7 @@ from .files import Files
 from .generator import Generator
 from .nexmark import Nexmark
 from .rows import Rows
+from .subscription import Subscription
 
 __all__ = [
     "Files",
@@ -27,6 +28,7 @@ __all__ = [
     "SchemaMismatchError",
     "Source",
     "SourceReader",
+    "Subscription",
 ]
 
 _LAZY = {"NatsJetStream": "sealtime.sources.nats", "RedisStream": "sealtime.sources.redis_streams"}

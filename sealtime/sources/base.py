@@ -72,6 +72,16 @@ class Source(ABC):
     def open(self, position: Any = None) -> SourceReader:
         """Open a reader that resumes right after `position` (None = from the start)."""
 
+    def resume(self, position: Any, acknowledged: Any = None) -> SourceReader:
+        """Open a reader after a restart: read on right after `position` (the last
+        position the dataflow logged durably) while upstream counts only `acknowledged`
+        (the resumption frontier, at or before `position`) as acknowledged.
+
+        Sources that acknowledge upstream (brokers) override this so that reopening never
+        moves the upstream acknowledgement past `acknowledged`; the default just opens.
+        """
+        return self.open(position)
+
     @property
     def finite(self) -> bool:
         """True when the source ends by itself (run() without ticks can wait for it)."""

@@ -41,6 +41,7 @@ import fnmatch
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -58,7 +59,7 @@ from .decode import (
 )
 from .rows import to_arrow_schema
 
-__all__ = ["FORMATS", "Files", "FilesReader"]
+__all__ = ["FORMATS", "Files", "FilesReader", "LinkedBatch", "linkable_type"]
 
 #: The formats `Files` reads.
 FORMATS = ("jsonl", "csv", "parquet")
@@ -66,6 +67,35 @@ _FORMAT_ALIASES = {"json": "jsonl", "ndjson": "jsonl", "jsonl": "jsonl", "csv": 
 _FORMAT_ALIASES["parquet"] = "parquet"
 _MAX_FILES_PER_READ = 1000  # bound on files finished in one read (empty files)
 _STAT_AHEAD = 64  # files after the current one whose settle clocks are kept running
+
+
+def linkable_type(t: pa.DataType) -> bool:
+    """Can a Parquet column of type `t` be read by Spark straight from the file with the
+    same values pyarrow would give? (flat types; timestamps only with a time zone, as a
+    naive timestamp may read as TIMESTAMP_NTZ or be shifted by the session zone)."""
+    if pa.types.is_timestamp(t):
+        return t.tz is not None and t.unit in ("ms", "us")
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_date32(t)
+    )
+
+
+@dataclass(frozen=True)
+class LinkedBatch(ReadBatch):
+    """A `ReadBatch` from `FilesReader.read_linked`: the rows are *ranges of immutable
+    Parquet files* instead of a table.
+
+    * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
+      ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
+    * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
+      the same order, conformed to the declared types.
+    """
+
+    links: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class Files(Source):
@@ -201,6 +231,7 @@ class FilesReader(SourceReader):
         self._snapshot = listing if source.finite else None
         self._fh: BinaryIO | None = None
         self._pf: pq.ParquetFile | None = None
+        self._linkable = False  # can the current Parquet file be linked (read_linked)?
         self._size = 0  # bytes (text) or rows (parquet) of the current file
         self._header: bytes | None = None
         self._pending_error: tuple[str, str] | None = None
@@ -217,7 +248,23 @@ class FilesReader(SourceReader):
 
     def read(self, max_rows: int | None = None) -> ReadBatch:
         """Rows from the current file and the complete files after it, in name order."""
+        return self._read(max_rows, None)
+
+    def read_linked(self, max_rows: int | None, columns: list[str]) -> ReadBatch:
+        """Like `read`, but for Parquet files whose column types equal the declared ones
+        (`linkable_type`) return a `LinkedBatch`: the file ranges the rows are in and only
+        `columns` of the rows (the ingest log then links the immutable files instead of
+        copying the rows). A batch is either all linked or all copied: a file that cannot
+        be linked ends a linked batch, and is returned by the next call as a plain
+        `ReadBatch` (so the split depends on the files only)."""
+        if self.source.format != "parquet":
+            return self._read(max_rows, None)
+        return self._read(max_rows, list(columns))
+
+    def _read(self, max_rows: int | None, link_columns: list[str] | None) -> ReadBatch:
         src = self.source
+        links: list[tuple[str, int, int, int]] = []
+        mode: str | None = None  # "link" / "copy" once the batch has rows
         rows_left = src.max_per_read if max_rows is None else min(max_rows, src.max_per_read)
         bytes_left = src.max_bytes_per_read
         tables: list[pa.Table] = []
@@ -236,7 +283,18 @@ class FilesReader(SourceReader):
                     finished += 1
                     continue
                 if src.format == "parquet":
-                    table, errs, used = self._read_parquet(rows_left)
+                    kind = mode
+                    if link_columns is not None and self._pf is not None:
+                        kind = "link" if self._linkable else "copy"
+                    if mode is not None and kind != mode:
+                        break  # a batch is all linked or all copied
+                    start = self.offset
+                    cols = link_columns if kind == "link" else None
+                    table, errs, used = self._read_parquet(rows_left, cols)
+                    if table.num_rows:
+                        mode = kind
+                        if kind == "link":
+                            links.append((self._path(), start, self.offset, self._size))
                 else:
                     table, errs, used = self._read_text(rows_left, bytes_left)
                     bytes_left -= used
@@ -249,8 +307,17 @@ class FilesReader(SourceReader):
             self._health = f"failed: {exc}"
             raise
         self._health = "running" if os.path.isdir(src.path) else "stalled"
-        data = pa.concat_tables(tables) if tables else empty_table(src.schema)
         errs_all = pa.concat_tables(errors) if errors else None
+        if mode == "link":
+            assert link_columns is not None
+            return LinkedBatch(
+                data=pa.concat_tables(tables),
+                position=self.position,
+                exhausted=self._exhausted(),
+                errors=errs_all,
+                links=tuple(links),
+            )
+        data = pa.concat_tables(tables) if tables else empty_table(src.schema)
         return ReadBatch(
             data=data,
             position=self.position,
@@ -370,6 +437,12 @@ class FilesReader(SourceReader):
             found = self._pf.schema_arrow
             conform(empty_table(found), src.schema, source=repr(src), where=f"in {self.file!r}")
             self._size = self._pf.metadata.num_rows
+            self._linkable = all(
+                f.name in found.names
+                and found.field(f.name).type.equals(f.type)
+                and linkable_type(f.type)
+                for f in src.schema
+            )
         else:
             try:
                 self._fh = open(path, "rb")  # noqa: SIM115 - kept open across reads
@@ -440,8 +513,13 @@ class FilesReader(SourceReader):
             )
         return data, errs, len(buf)
 
-    def _read_parquet(self, max_rows: int) -> tuple[pa.Table, pa.Table | None, int]:
+    def _read_parquet(
+        self, max_rows: int, columns: list[str] | None = None
+    ) -> tuple[pa.Table, pa.Table | None, int]:
         src = self.source
+        schema = (
+            src.schema if columns is None else pa.schema([src.schema.field(c) for c in columns])
+        )
         pending = self._pending_error
         if self._pf is None:
             self._done = True
@@ -457,9 +535,9 @@ class FilesReader(SourceReader):
         first = int(np.searchsorted(starts, lo, side="right")) - 1
         last = int(np.searchsorted(starts, hi, side="left"))  # exclusive group index
         groups = list(range(first, max(last, first + 1)))
-        table = self._pf.read_row_groups(groups, columns=list(src.schema.names))
+        table = self._pf.read_row_groups(groups, columns=list(schema.names))
         table = table.slice(lo - int(starts[first]), hi - lo)
-        table = conform(table, src.schema, source=repr(src), where=f"in {self.file!r}")
+        table = conform(table, schema, source=repr(src), where=f"in {self.file!r}")
         self.offset = hi
         self._done = self.offset >= self._size
         return table, None, 0

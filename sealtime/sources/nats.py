@@ -164,6 +164,17 @@ class NatsJetStream(Source):
             )
         return NatsJetStreamReader(self, position)
 
+    def resume(self, position: Any, acknowledged: Any = None) -> NatsJetStreamReader:
+        """A reader that continues after `position` while the consumer's ack floor stays
+        at `acknowledged`: the consumer is (re)created right after `acknowledged`, and the
+        messages up to `position` that it delivers again are skipped (they are in the
+        dataflow's log already) but can still be acknowledged."""
+        if position is None or acknowledged is None or acknowledged >= position:
+            return self.open(position)
+        reader = self.open(acknowledged)
+        reader.last = position
+        return reader
+
 
 class NatsJetStreamReader(SourceReader):
     """An open `NatsJetStream`; `position` is the last stream sequence read."""

@@ -325,24 +325,39 @@ class WindowedReduce:
         group = ["window_start", "window_end", *self.by]
         if self.partial:
             fresh = None if delta is None else self.reducer.partials(delta, group, DIFF)
-            both = union_all([self.buffer, fresh])
-            if both is None:
+            if fresh is None:
+                combined = self.buffer
+            elif self.buffer is None:
+                combined = fresh  # one row per group already: no second aggregation
+            else:
+                combined = self.reducer.merge(union_all([self.buffer, fresh]), group)
+            if combined is None:
                 return None
-            combined = self.checkpoint(
-                self.reducer.merge(both, group) if fresh is not None else both
-            )
-            sealed = combined if hi is None else combined.filter(F.col("window_end") <= hi)
-            self.buffer = None if hi is None else combined.filter(F.col("window_end") > hi)
-            out = self.reducer.finalize(sealed, group)
+            if hi is None:
+                # Every window is sealed and no state is kept: no checkpoint job; the
+                # aggregation runs inside the consumer's job.
+                self.buffer = None
+                out = self.reducer.finalize(combined, group)
+            else:
+                if fresh is not None:
+                    combined = self.checkpoint(combined)
+                self.buffer = combined.filter(F.col("window_end") > hi)
+                out = self.reducer.finalize(combined.filter(F.col("window_end") <= hi), group)
         else:
             cols = group + self.values
             fresh = None if delta is None else delta.select(*cols, F.col(DIFF).alias(CNT))
             both = union_all([self.buffer, fresh])
             if both is None:
                 return None
-            combined = self.checkpoint(consolidate(both, cols, CNT) if fresh is not None else both)
-            sealed = combined if hi is None else combined.filter(F.col("window_end") <= hi)
-            self.buffer = None if hi is None else combined.filter(F.col("window_end") > hi)
+            combined = consolidate(both, cols, CNT) if fresh is not None else both
+            if hi is None:  # all sealed, no state kept: no checkpoint job
+                self.buffer = None
+                sealed = combined
+            else:
+                if fresh is not None:
+                    combined = self.checkpoint(combined)
+                sealed = combined.filter(F.col("window_end") <= hi)
+                self.buffer = combined.filter(F.col("window_end") > hi)
             out = self.reducer(sealed.filter(F.col(CNT) > 0), group)
         return out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
 

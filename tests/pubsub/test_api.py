@@ -48,7 +48,7 @@ def test_subscribe_errors():
         st.subscribe("no-such-topic")
     with pytest.raises(KeyError, match="not in the catalog"):
         st.subscribe("t", catalog={})
-    with pytest.raises(TypeError, match="not supported here yet"):
+    with pytest.raises(ValueError, match="neither an existing data dir"):
         st.subscribe("t", catalog="/some/data_dir")
     with pytest.raises(ValueError, match="mode must be"):
         st.subscribe("127.0.0.1:1", mode="table")

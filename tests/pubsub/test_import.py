@@ -64,3 +64,75 @@ def test_subscriber_imports_and_runs_without_pyspark():
     assert all(
         m == "sealtime" or m.startswith(("sealtime.pubsub", "sealtime.time")) for m in modules
     )
+
+
+CATALOG_SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    class BlockSpark:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("pyspark", "py4j"):
+                raise ImportError(f"blocked import of {name} (the subscriber must not need it)")
+            return None
+
+    sys.meta_path.insert(0, BlockSpark())
+
+    import sealtime as st
+    from sealtime import cli
+    from sealtime.pubsub import Epoch
+    from sealtime.pubsub.catalog import open_catalog
+
+    data_dir = sys.argv[1]
+    assert [e.name for e in open_catalog(data_dir).entries()] == ["light"]
+    assert cli.main(["catalog", "--catalog", data_dir]) == 0
+    sub = st.subscribe("light", catalog=data_dir, timeout=10)
+    print("SUBSCRIBED", flush=True)
+    events = [sub.next_event(timeout=20) for _ in range(3)]
+    assert isinstance(events[1], Epoch) and events[1].table.num_rows == 2, events
+    sub.close()
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j"))
+    assert not leaked, leaked
+    print("OK", sorted(m for m in sys.modules if m.startswith("sealtime")))
+    """
+)
+
+
+def test_subscribe_through_a_data_dir_catalog_without_pyspark(tmp_path):
+    import pyarrow as pa
+
+    from sealtime.pubsub import Publisher
+    from sealtime.pubsub.catalog import Catalog
+    from sealtime.storage import MetadataStore
+
+    store = MetadataStore.open(tmp_path)
+    with Publisher("light").start() as pub:
+        host, port = pub.address
+        Catalog(store).publish("light", [f"{host}:{port}"], schema=None, dataflow="f")
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CATALOG_SCRIPT, str(tmp_path)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            for line in proc.stdout:
+                if line.startswith("SUBSCRIBED"):
+                    break
+            pub.send(1, pa.Table.from_arrays([pa.array([1, 2])], names=["x"]))
+            pub.advance_lower([2])
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    store.close()
+    assert proc.returncode == 0, err[-3000:]
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("OK")
+    modules = ast.literal_eval(last[3:].strip())
+    assert all(
+        m in ("sealtime", "sealtime.cli") or m.startswith(("sealtime.pubsub", "sealtime.time"))
+        for m in modules
+    ), modules

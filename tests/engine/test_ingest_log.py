@@ -1,0 +1,207 @@
+"""The zero-copy ingest log: immutable Parquet source files are hard-linked into the log
+and the log entry records the row range, the event times come from the time column and
+the late rows are listed in a sidecar. Everything must equal the copying log."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from dataclasses import asdict
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sealtime as st
+from sealtime.engine.ingest import LogFile, SourceRuntime, unreferenced_paths
+from sealtime.sources.files import Files, LinkedBatch
+from sealtime.sources.generator import Generator
+
+GEN = {"seed": 3, "rate": 1000, "out_of_order": "2s", "late_fraction": 0.01, "late_by": "30s"}
+
+
+def _write_parquet(directory, files=4, rows=1500, row_group=400, start=0):
+    os.makedirs(directory, exist_ok=True)
+    gen = Generator(**GEN)
+    for i in range(files):
+        table = gen.generate(start + i * rows, rows)
+        pq.write_table(
+            table, os.path.join(directory, f"ev-{i:03d}.parquet"), row_group_size=row_group
+        )
+    return gen
+
+
+def _write_jsonl(directory, files=4, rows=1500):
+    os.makedirs(directory, exist_ok=True)
+    gen = Generator(**GEN)
+    for i in range(files):
+        table = gen.generate(i * rows, rows)
+        d = table.to_pydict()
+        with open(os.path.join(directory, f"ev-{i:03d}.jsonl"), "w") as fh:
+            for r in range(rows):
+                row = {k: d[k][r] for k in d}
+                row["date_time"] = row["date_time"].strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+                fh.write(json.dumps(row) + "\n")
+
+
+def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeypatch=None):
+    if copy:
+        assert monkeypatch is not None
+        monkeypatch.setattr(
+            SourceRuntime, "_read_batch", lambda self: self.reader.read(self.max_rows)
+        )
+    src = Files(
+        directory,
+        format=fmt,
+        schema=Generator().schema,
+        finite=True,
+        settle=0,
+        max_per_read=max_rows or 1_000_000,
+    )
+    flow = make_flow()
+    bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
+    per_window = bids.window(st.Tumbling("10s")).aggregate(n=st.count(), hi=st.max("price"))
+    late = bids.late
+    flow.run()
+    if copy:
+        monkeypatch.undo()
+    runtime = next(iter(flow._engine.sources.values()))
+    return flow, runtime, bids, per_window, late
+
+
+def _rows(table: pa.Table) -> list:
+    return sorted(tuple(sorted(r.items())) for r in table.to_pylist())
+
+
+def _results(bids, per_window, late):
+    return _rows(bids.updates()), _rows(per_window.updates()), _rows(late.updates())
+
+
+@pytest.mark.parametrize("max_rows", [None, 700])
+def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows):
+    d = str(tmp_path / "in")
+    _write_parquet(d)
+    _, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
+    _, copied_rt, *copied = _run(
+        make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch
+    )
+    assert all(f.linked for f in linked_rt.files) and linked_rt.files
+    assert not any(f.linked for f in copied_rt.files)
+    a, b = _results(*linked), _results(*copied)
+    assert a[0] == b[0] and len(a[0]) > 0  # source updates
+    assert a[1] == b[1]  # windows
+    assert a[2] == b[2] and len(a[2]) > 10  # late rows: same rows, times and reasons
+    assert linked_rt.late_count == copied_rt.late_count == len(a[2])
+    # The log stays inside the log dir; sidecars only where there are late rows.
+    for f in linked_rt.files:
+        assert os.path.dirname(f.path) == linked_rt.log_dir
+        assert (f.late_path != "") == (f.late > 0)
+        if f.late_path:
+            assert os.path.dirname(f.late_path) == linked_rt.log_dir
+    if max_rows is not None:  # partial files: ranges of one linked file over several ticks
+        paths = [f.path for f in linked_rt.files]
+        assert len(set(paths)) < len(paths)
+        assert any(f.first > 0 for f in linked_rt.files)
+        assert len(set(paths)) == 4  # each source file linked once
+
+
+def test_offsets_and_log_entries(make_flow, tmp_path):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=3, rows=1000)
+    _, rt, *_ = _run(make_flow, d, max_rows=600)
+    expected = 0
+    for f in rt.files:
+        assert f.offset == expected and f.rows == f.end - f.first
+        expected += f.rows
+        assert LogFile(**json.loads(json.dumps(asdict(f)))) == f  # JSON-able primitives
+    assert expected == 3000 == rt.offset
+
+
+def test_non_parquet_falls_back_to_copy(make_flow, tmp_path):
+    pq_dir, js_dir = str(tmp_path / "pq"), str(tmp_path / "js")
+    _write_parquet(pq_dir, files=3, rows=1000, row_group=1000)
+    _write_jsonl(js_dir, files=3, rows=1000)
+    _, rt_pq, *linked = _run(make_flow, pq_dir)
+    _, rt_js, *copied = _run(make_flow, js_dir, fmt="jsonl")
+    assert all(f.linked for f in rt_pq.files)
+    assert rt_js.files and not any(f.linked for f in rt_js.files)
+    assert _results(*linked) == _results(*copied)
+
+
+def test_unlinkable_file_is_copied(make_flow, tmp_path, monkeypatch):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=3, rows=1000)
+    # The middle file stores `price` as int32: readable (conformed) but not linkable.
+    mid = os.path.join(d, "ev-001.parquet")
+    t = pq.read_table(mid)
+    t = t.set_column(t.schema.get_field_index("price"), "price", t.column("price").cast(pa.int32()))
+    pq.write_table(t, mid)
+    _, rt, *mixed = _run(make_flow, d)
+    assert [f.linked for f in rt.files] == [True, False, True]
+    _, _, *copied = _run(make_flow, d, copy=True, monkeypatch=monkeypatch)
+    assert _results(*mixed) == _results(*copied)
+
+
+def test_source_deleted_after_ingest_replays_from_log(make_flow, tmp_path):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=3, rows=1000)
+    _, rt, *outs = _run(make_flow, d, max_rows=800)
+    before = _results(*outs)
+    shutil.rmtree(d)
+    assert all(os.path.exists(f.path) for f in rt.files)
+    assert _results(*outs) == before  # the traces re-read the log, not the sources
+    # A fresh read of the whole log from its entries alone (what a restart does).
+    bids = outs[0]
+    data = [f.name for f in bids._node.schema.fields]
+    main = rt.frame(bids._flow._spark, "main", -(2**62), None, data)
+    late = rt.frame(bids._flow._spark, "late", -(2**62), None, data)
+    assert main.count() + late.count() == 3000
+    assert late.count() == rt.late_count > 0
+
+
+def test_link_falls_back_to_copy_across_filesystems(make_flow, tmp_path, monkeypatch):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=2, rows=1000)
+    _, _, *linked = _run(make_flow, d)
+
+    def no_link(src, dst):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_link)
+    _, rt, *copied = _run(make_flow, d)
+    for f in rt.files:
+        assert f.linked
+        src = os.path.join(d, os.path.basename(f.path)[len("src-") :])
+        assert not os.path.samefile(f.path, src)
+    assert _results(*linked) == _results(*copied)
+
+
+def test_read_linked_batches(tmp_path):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=2, rows=1000, row_group=300)
+    src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    plain, linked = src.open(), src.open()
+    for n in (700, 700, 700):
+        a = plain.read(n)
+        b = linked.read_linked(n, ["date_time"])
+        assert isinstance(b, LinkedBatch)
+        assert b.data.column_names == ["date_time"]
+        assert b.data.column("date_time") == a.data.column("date_time")
+        assert b.position == a.position and b.exhausted == a.exhausted
+        assert sum(end - first for _, first, end, _ in b.links) == a.data.num_rows
+    assert b.exhausted
+    # jsonl: read_linked is read
+    _write_jsonl(str(tmp_path / "js"), files=1, rows=10)
+    js = Files(str(tmp_path / "js"), format="jsonl", schema=Generator().schema, finite=True)
+    b = js.open().read_linked(None, ["date_time"])
+    assert not isinstance(b, LinkedBatch) and b.data.num_rows == 10
+
+
+def test_unreferenced_paths():
+    a = LogFile("/l/src-a", 0, 1, 1, time_column="t", late_path="/l/late-1")
+    b = LogFile("/l/src-a", 2, 3, 1, time_column="t")
+    c = LogFile("/l/part-3", 4, 5, 1)
+    assert unreferenced_paths([a], [b, c]) == ["/l/late-1"]
+    assert unreferenced_paths([a, b], [c]) == ["/l/src-a", "/l/late-1"]
