@@ -34,6 +34,13 @@ class SourceCollection(Collection):
         """Records that could not be decoded: ``raw`` and ``reason``."""
         return self._flow._source_output(self._node, "errors")
 
+    @property
+    def health(self) -> Collection:
+        """The source's status as a one-row collection (``source``, ``status``):
+        ``running``, ``stalled`` (e.g. its broker is unreachable, the reader retries) or
+        ``failed: reason``. Each change retracts the old row and adds the new one."""
+        return self._flow._source_output(self._node, "health")
+
 
 class Dataflow:
     """A dataflow: sources, operators and sinks, run on Spark (local mode by default).
@@ -182,6 +189,11 @@ class Dataflow:
         if key not in self._source_outputs:
             if which == "late":
                 fields = list(node.schema.fields) + [T.StructField("reason", T.StringType(), True)]
+            elif which == "health":
+                fields = [
+                    T.StructField("source", T.StringType(), True),
+                    T.StructField("status", T.StringType(), True),
+                ]
             else:
                 fields = [
                     T.StructField("raw", T.StringType(), True),

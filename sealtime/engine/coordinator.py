@@ -38,7 +38,7 @@ from .bindings import Binding, BindingLog
 from .checkpoint import load_frames, remove, save_frames, state_fields
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
-from .ingest import MIN_TIME, LogFile, SourceRuntime
+from .ingest import MIN_TIME, SourceRuntime
 
 MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
 
@@ -232,11 +232,7 @@ class Engine:
             into = original.into_time
             for src in self.sources.values():
                 part = original.sources[src.name]
-                src.apply_binding(
-                    part,
-                    [LogFile(**f) for f in part["files"]],
-                    [LogFile(**f) for f in part["error_files"]],
-                )
+                src.apply_binding(part)
                 parts[src.name] = {**part, "rows": sum(f["rows"] for f in part["files"])}
         else:
             into = max(self.flow._clock_ms(), self.last_into + 1)
@@ -244,7 +240,7 @@ class Engine:
                 before = src.rows_in
                 part = src.ingest(self.tick_no, into)
                 parts[src.name] = {**part, "rows": src.rows_in - before}
-                for f in part["files"] + part["error_files"]:
+                for f in part["files"] + part["error_files"] + part["health_files"]:
                     _fsync(f["path"])
             for src in self.sources.values():
                 _fsync(src.log_dir)
@@ -319,7 +315,7 @@ class Engine:
         self.flow.metadata_store.kv_put("log-truncation", self.flow.name, marks)
         for src in self.sources.values():
             mark = marks[src.name]
-            for files in (src.files, src.error_files):
+            for files in (src.files, src.error_files, src.health_files):
                 gone = [f for f in files if f.max_time < mark]
                 for f in gone:
                     with contextlib.suppress(FileNotFoundError):
@@ -458,11 +454,11 @@ def _restore_sources(
     out: dict[str, dict[str, Any]] = {}
     for binding in bindings:
         for name, part in binding.sources.items():
-            entry = out.setdefault(name, {"files": [], "error_files": []})
+            entry = out.setdefault(name, {"files": [], "error_files": [], "health_files": []})
             entry["state"] = part["state"]
             mark = truncated.get(name, MIN_TIME)
-            entry["files"] += [f for f in part["files"] if f["max_time"] >= mark]
-            entry["error_files"] += [f for f in part["error_files"] if f["max_time"] >= mark]
+            for kind in ("files", "error_files", "health_files"):
+                entry[kind] += [f for f in part.get(kind, []) if f["max_time"] >= mark]
     return out
 
 

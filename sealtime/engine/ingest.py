@@ -131,6 +131,9 @@ class SourceRuntime:
     rows_in: int = 0
     files: list[LogFile] = field(default_factory=list)
     error_files: list[LogFile] = field(default_factory=list)
+    health_files: list[LogFile] = field(default_factory=list)
+    #: the status last written to the health log
+    health: str | None = None
     #: largest `_time` in the log so far (for mapping a time back to a position)
     max_logged: int = MIN_TIME
     #: where to start reading: the position of the last durable binding (restart), and
@@ -142,7 +145,7 @@ class SourceRuntime:
 
     def __post_init__(self) -> None:
         os.makedirs(self.log_dir, exist_ok=True)
-        self._mark = (len(self.files), len(self.error_files))
+        self._mark = (len(self.files), len(self.error_files), len(self.health_files))
         if self.restored is not None:
             self.restore(self.restored)
         self.reader = None if self.replay else self.source.resume(self.position, self.acknowledged)
@@ -161,7 +164,7 @@ class SourceRuntime:
     def ingest(self, tick: int, into_time: int) -> dict[str, Any]:
         """Read, stamp, log. Returns this source's part of the tick's binding."""
         # Files the log gains from here on belong to this tick's binding.
-        self._mark = (len(self.files), len(self.error_files))
+        self._mark = (len(self.files), len(self.error_files), len(self.health_files))
         if self.exhausted:
             return self._binding(into_time)
         try:
@@ -192,12 +195,17 @@ class SourceRuntime:
                 into_time if not self.event_time else (lower if lower is not None else MIN_TIME)
             )
             self._write_errors(batch.errors, tick, err_time)
+        # Side outputs are stamped at a time not sealed yet: the binding time, or the
+        # event-time frontier before this batch.
+        side = into_time if not self.event_time else (lower if lower is not None else MIN_TIME)
+        self._check_health(tick, side)
         self._advance(batch, into_time)
         return self._binding(into_time)
 
     def _binding(self, into_time: int) -> dict[str, Any]:
         new = self.files[self._mark[0] :]
         new_err = self.error_files[self._mark[1] :]
+        new_health = self.health_files[self._mark[2] :]
         for f in new:
             self.max_logged = max(self.max_logged, f.max_time)
         return {
@@ -207,6 +215,7 @@ class SourceRuntime:
             "state": self.state(),
             "files": [dataclasses.asdict(f) for f in new],
             "error_files": [dataclasses.asdict(f) for f in new_err],
+            "health_files": [dataclasses.asdict(f) for f in new_health],
         }
 
     # ------------------------------------------------------------------ durable state
@@ -223,6 +232,7 @@ class SourceRuntime:
             "error_count": self.error_count,
             "rows_in": self.rows_in,
             "max_logged": self.max_logged,
+            "health": self.health,
         }
 
     def restore(self, restored: dict[str, Any]) -> None:
@@ -231,14 +241,34 @@ class SourceRuntime:
             setattr(self, key, value)
         self.files = [LogFile(**f) for f in restored["files"]]
         self.error_files = [LogFile(**f) for f in restored["error_files"]]
+        self.health_files = [LogFile(**f) for f in restored.get("health_files", [])]
 
-    def apply_binding(self, part: dict[str, Any], files: list[LogFile], errors: list[LogFile]):
+    def apply_binding(self, part: dict[str, Any]) -> None:
         """Replay: take one original binding instead of reading the source."""
         for key, value in part["state"].items():
             setattr(self, key, value)
-        self.files.extend(files)
-        self.error_files.extend(errors)
-        self._mark = (len(self.files) - len(files), len(self.error_files) - len(errors))
+        self._mark = (len(self.files), len(self.error_files), len(self.health_files))
+        self.files.extend(LogFile(**f) for f in part["files"])
+        self.error_files.extend(LogFile(**f) for f in part["error_files"])
+        self.health_files.extend(LogFile(**f) for f in part.get("health_files", []))
+
+    def _check_health(self, tick: int, at: int) -> None:
+        """Log a change of the reader's status: retract the old row, add the new one."""
+        probe = getattr(self.reader, "health", None)
+        status = probe() if probe is not None else "running"
+        if status == self.health:
+            return
+        rows = [(status, 1)] if self.health is None else [(self.health, -1), (status, 1)]
+        table = pa.table(
+            {
+                "source": pa.array([self.name] * len(rows), pa.string()),
+                "status": pa.array([r[0] for r in rows], pa.string()),
+                "_time": pa.array([at] * len(rows), pa.int64()),
+                "_diff": pa.array([r[1] for r in rows], pa.int64()),
+            }
+        )
+        self._write(table, tick, self.health_files, "health")
+        self.health = status
 
     def acknowledge(self, position: Any) -> None:
         """Acknowledge upstream up to `position` (the resumption frontier), if the source
@@ -285,8 +315,13 @@ class SourceRuntime:
         # source's own frontier does (explicit times), or lateness 0.
         if self.lateness is not None or self.reported is None:
             carry = self.max_seen if self.max_seen is not None else MIN_TIME
-            prev_max = np.maximum.accumulate(np.concatenate(([carry], times)))[:-1] if n else times
-            bound = prev_max - (self.lateness or 0)
+            # bound[i] = max(carry, times[:i]) - lateness, with one array allocated.
+            bound = np.empty(n, np.int64)
+            if n:
+                bound[0] = carry
+                np.maximum.accumulate(times[:-1], out=bound[1:])
+                np.maximum(bound[1:], carry, out=bound[1:])
+                bound -= self.lateness or 0
         else:
             bound = np.full(n, self.reported, np.int64)
         late = times < bound
@@ -464,7 +499,16 @@ class SourceRuntime:
 
     # ------------------------------------------------------------------ reading
     def log_schema(self, which: str) -> pa.Schema:
-        """Arrow schema of the log files (`which` = "errors" for the errors log)."""
+        """Arrow schema of the log files (`which` = "errors"/"health" for those logs)."""
+        if which == "health":
+            return pa.schema(
+                [
+                    ("source", pa.string()),
+                    ("status", pa.string()),
+                    ("_time", pa.int64()),
+                    ("_diff", pa.int64()),
+                ]
+            )
         if which == "errors":
             return pa.schema(
                 [
@@ -486,10 +530,10 @@ class SourceRuntime:
     def spark_schema(self, which: str):
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        return from_arrow_schema(self.log_schema("errors" if which == "errors" else "main"))
+        return from_arrow_schema(self.log_schema(which if which in ("errors", "health") else "main"))
 
     def _entries(self, which: str, lo: int, hi: int | None) -> list[LogFile]:
-        files = self.error_files if which == "errors" else self.files
+        files = {"errors": self.error_files, "health": self.health_files}.get(which, self.files)
         out = [f for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
         if which == "late":
             out = [f for f in out if f.late != 0]
@@ -524,6 +568,8 @@ class SourceRuntime:
                 df = df.filter(F.col("_late").isNotNull()).select(
                     *cols, F.col("_late").alias("reason"), "_time", "_diff"
                 )
+            elif which == "health":
+                df = df.select("source", "status", "_time", "_diff")
             else:
                 df = df.select("raw", "reason", "_time", "_diff")
             parts.append(df)

@@ -169,7 +169,10 @@ class NatsJetStream(Source):
         at `acknowledged`: the consumer is (re)created right after `acknowledged`, and the
         messages up to `position` that it delivers again are skipped (they are in the
         dataflow's log already) but can still be acknowledged."""
-        if position is None or acknowledged is None or acknowledged >= position:
+        if position is None:
+            return self.open(None)
+        acknowledged = 0 if acknowledged is None else acknowledged  # None: nothing yet
+        if acknowledged >= position:
             return self.open(position)
         reader = self.open(acknowledged)
         reader.last = position

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dataflow.aggregates import Aggregate
-from ..dataflow.windows import Session, WindowSpec
+from ..dataflow.windows import Session, Sliding, Tumbling, WindowSpec
 from .frames import CNT, DIFF, TIME, consolidate, null_safe_join, pack, union_all, unpack
 
 __all__ = ["AggregateReducer", "DifferentialReduce", "TopKReducer", "WindowedReduce"]
@@ -110,6 +110,25 @@ class AggregateReducer:
             elif agg.kind == "max":
                 exprs.append(F.max(agg.column).alias(f"__m_{name}"))
         return df.groupBy(*group).agg(*exprs)
+
+    def row_partials(self, df: DataFrame, group: Sequence[str], weight: str) -> DataFrame:
+        """The partial columns of each row on its own (no aggregation): `merge` of these
+        unioned with partials equals `merge` of their `partials` — one shuffle, not two."""
+        w = F.col(weight)
+        cols: list[Column] = [F.col(g) for g in group]
+        for name, agg in self.aggs.items():
+            if agg.kind == "count":
+                cols.append(w.cast("long").alias(f"__c_{name}"))
+            elif agg.kind in ("sum", "avg"):
+                x = F.col(agg.column)
+                s = (x * w).cast(_FLOAT_SUM) if _is_float(self.types[agg.column]) else x * w
+                cols.append(s.alias(f"__s_{name}"))
+                if agg.kind == "avg":
+                    n = F.when(x.isNotNull(), w).cast("long")
+                    cols.append(n.alias(f"__c_{name}"))
+            elif agg.kind in ("min", "max"):
+                cols.append(F.col(agg.column).alias(f"__m_{name}"))
+        return df.select(*cols)
 
     def merge(self, partials: DataFrame, group: Sequence[str]) -> DataFrame:
         exprs = []
@@ -318,21 +337,30 @@ class WindowedReduce:
         )
         self.checkpoint = checkpoint
         self.buffer: DataFrame | None = None
+        self.last_hi: int | None = None  # the frontier of the previous step (None: unknown)
 
     def step(self, delta: DataFrame | None, hi: int | None) -> DataFrame | None:
         if self.session:
             return self._step_session(delta, hi)
         group = ["window_start", "window_end", *self.by]
+        may_close = self._may_close(hi)
+        self.last_hi = hi
         if self.partial:
-            fresh = None if delta is None else self.reducer.partials(delta, group, DIFF)
-            if fresh is None:
-                combined = self.buffer
+            if delta is None:
+                fresh = combined = self.buffer
             elif self.buffer is None:
-                combined = fresh  # one row per group already: no second aggregation
+                # One aggregation gives one row per group: no merge needed.
+                fresh = combined = self.reducer.partials(delta, group, DIFF)
             else:
+                # The tick's rows as single-row partials (typed like the buffer), merged
+                # with the buffer in one aggregation (one shuffle).
+                rows = self.reducer.row_partials(delta, group, DIFF)
+                types = {f.name: f.dataType for f in self.buffer.schema.fields}
+                fresh = rows.select(*[F.col(c).cast(types[c]).alias(c) for c in rows.columns])
                 combined = self.reducer.merge(union_all([self.buffer, fresh]), group)
             if combined is None:
                 return None
+            fresh = None if delta is None else fresh
             if hi is None:
                 # Every window is sealed and no state is kept: no checkpoint job; the
                 # aggregation runs inside the consumer's job.
@@ -342,6 +370,8 @@ class WindowedReduce:
                 if fresh is not None:
                     combined = self.checkpoint(combined)
                 self.buffer = combined.filter(F.col("window_end") > hi)
+                if not may_close:
+                    return None  # no window can end in this tick's range: no output job
                 out = self.reducer.finalize(combined.filter(F.col("window_end") <= hi), group)
         else:
             cols = group + self.values
@@ -358,8 +388,25 @@ class WindowedReduce:
                     combined = self.checkpoint(combined)
                 sealed = combined.filter(F.col("window_end") <= hi)
                 self.buffer = combined.filter(F.col("window_end") > hi)
+                if not may_close:
+                    return None
             out = self.reducer(sealed.filter(F.col(CNT) > 0), group)
         return out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
+
+    def _may_close(self, hi: int | None) -> bool:
+        """Can a window end in ``(previous hi, hi]``? Buffered windows all end after the
+        previous frontier (the others were emitted) and new rows lie at or after it, so
+        when no window boundary of the spec falls in that range nothing is sealed."""
+        lo = self.last_hi
+        if hi is None or lo is None:
+            return True
+        if isinstance(self.spec, Tumbling):
+            period, phase = self.spec.size, self.spec.offset
+        elif isinstance(self.spec, Sliding):
+            period, phase = self.spec.slide, self.spec.size % self.spec.slide
+        else:
+            return True
+        return (hi - phase) // period > (lo - phase) // period
 
     def _step_session(self, delta: DataFrame | None, hi: int | None) -> DataFrame | None:
         gap = self.spec.gap

@@ -31,12 +31,11 @@ def source():
             settle=0,
             max_per_read=PER_TICK,
         )
-    return st.sources.NatsJetStream(
-        os.environ["CRASH_SUBJECT"],
-        stream=os.environ["CRASH_STREAM"],
-        schema=SCHEMA,
-        max_per_read=PER_TICK,
-    )
+    return source_for_nats(os.environ["CRASH_SUBJECT"], os.environ["CRASH_STREAM"])
+
+
+def source_for_nats(subject: str, stream: str):
+    return st.sources.NatsJetStream(subject, stream=stream, schema=SCHEMA, max_per_read=PER_TICK)
 
 
 def build(data_dir: str, spark=None) -> st.Dataflow:

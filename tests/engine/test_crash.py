@@ -216,9 +216,7 @@ def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream):
         "CRASH_SUBJECT": nats_stream.subject,
     }
     data = tmp_path / "data"
-    durable = crash_job.st.sources.NatsJetStream(
-        nats_stream.subject, stream=nats_stream.name
-    ).durable
+    durable = crash_job.source_for_nats(nats_stream.subject, nats_stream.name).durable
     floors: list[tuple[int, int]] = []
 
     def check_ack_floor() -> None:

@@ -248,3 +248,69 @@ def test_failpoint_names_are_checked():
     with pytest.raises(ValueError, match="unknown failpoint 'nope'"):
         parse("nope=1")
     assert os.environ.get("SEALTIME_FAILPOINTS") is None
+
+
+JOB = """
+import os
+import sealtime as st
+
+def build(data_dir):
+    flow = st.Dataflow("cli-job", data_dir=data_dir, record=False, truncate_log=False)
+    src = st.sources.Files(os.environ["JOB_INPUT"], schema={"k": "long", "v": "long", "ts": "long"},
+                           finite=True, settle=0, max_per_read=60)
+    s = flow.source("s", src, time="ts", lateness="1s")
+    s.window(st.Tumbling("5s")).aggregate(by="k", n=st.count()).sink(st.sinks.Persist("w"))
+    return flow
+"""
+
+
+def test_cli_run_resumes_and_replay_reproduces(spark, inputs, tmp_path, monkeypatch, capsys):
+    from sealtime import cli
+
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    monkeypatch.setenv("JOB_INPUT", str(inputs))
+    spec = f"{job}:build"
+    assert cli.main(["run", spec, "--data-dir", str(tmp_path / "a"), "--ticks", "2"]) == 0
+    assert cli.main(["run", spec, "--data-dir", str(tmp_path / "a")]) == 0
+    assert "resuming 'cli-job': {'ticks': 2}" in capsys.readouterr().out
+    assert (
+        cli.main(["replay", spec, "--from", str(tmp_path / "a"), "--data-dir", str(tmp_path / "b")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    import re
+
+    last = re.findall(r"replay tick (\d+)/(\d+)", out)[-1]
+    assert last[0] == last[1] and f"replayed {last[0]} ticks" in out
+
+    def commits(d):
+        from sealtime.storage import MetadataStore, Shard
+
+        store = MetadataStore.open(str(d))
+        shard = Shard.open(store, "cli-job.w", d / "shards")
+        got = [
+            (b.lower, b.upper, shard._read_uris(b.files).sort_by("window_start").to_pylist())
+            for b in shard.batches()
+        ]
+        store.close()
+        return got
+
+    assert commits(tmp_path / "a") == commits(tmp_path / "b")
+
+
+def test_health_stream_reports_status_changes(spark, tmp_path):
+    missing = tmp_path / "later"
+    flow = st.Dataflow("h", data_dir=str(tmp_path / "data"), spark=spark)
+    s = flow.source("s", st.sources.Files(str(missing), schema=SCHEMA, settle=0))
+    health = s.health
+    flow.run(ticks=1)
+    [(status,)] = [(r["status"],) for r in health.to_spark().collect()]
+    assert status.startswith("stalled"), status
+    missing.mkdir()
+    (missing / "a.jsonl").write_text('{"k": 1, "v": 2, "ts": 3}\n')
+    flow.run(ticks=1)
+    rows = health.to_spark().collect()
+    assert [(r["source"], r["status"]) for r in rows] == [("s", "running")]
+    assert sorted(health.updates().column("_diff").to_pylist()) == [-1, 1, 1]
+    flow.close()
