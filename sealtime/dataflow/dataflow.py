@@ -34,6 +34,29 @@ class SourceCollection(Collection):
         """Records that could not be decoded: ``raw`` and ``reason``."""
         return self._flow._source_output(self._node, "errors")
 
+    def subsource(self, name: str) -> Collection:
+        """One output of a source with several (``Nexmark``: ``"person"``, ``"auction"``,
+        ``"bid"``): the rows whose ``_subsource`` is `name`, with that output's columns.
+        ``src["bid"]`` is the same. All outputs share the source's binding and frontier."""
+        subsources = getattr(self._node.params["source"], "subsources", None)
+        if not subsources:
+            raise ValueError(f"source {self._node.name!r} has no subsources")
+        if name not in subsources:
+            raise ValueError(
+                f"source {self._node.name!r} has no subsource {name!r}; "
+                f"it has {', '.join(subsources)}"
+            )
+        cols = [f.name for f in subsources[name] if f.name not in ("_time", "_diff")]
+
+        def pick(df: DataFrame) -> DataFrame:
+            return df.filter(F.col("_subsource") == name).select(*cols, "_time", "_diff")
+
+        pick.__name__ = f"subsource[{name}]"
+        return self.map(pick)
+
+    def __getitem__(self, name: str) -> Collection:
+        return self.subsource(name)
+
     @property
     def health(self) -> Collection:
         """The source's status as a one-row collection (``source``, ``status``):

@@ -530,7 +530,9 @@ class SourceRuntime:
     def spark_schema(self, which: str):
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        return from_arrow_schema(self.log_schema(which if which in ("errors", "health") else "main"))
+        return from_arrow_schema(
+            self.log_schema(which if which in ("errors", "health") else "main")
+        )
 
     def _entries(self, which: str, lo: int, hi: int | None) -> list[LogFile]:
         files = {"errors": self.error_files, "health": self.health_files}.get(which, self.files)

@@ -314,3 +314,26 @@ def test_health_stream_reports_status_changes(spark, tmp_path):
     assert [(r["source"], r["status"]) for r in rows] == [("s", "running")]
     assert sorted(health.updates().column("_diff").to_pylist()) == [-1, 1, 1]
     flow.close()
+
+
+def test_nexmark_subsources_are_collections(spark, tmp_path):
+    flow = st.Dataflow("nx", data_dir=str(tmp_path), spark=spark)
+    nx = flow.source("nx", st.sources.Nexmark(limit=500), time="date_time", lateness="1s")
+    people, auctions, bids = nx["person"], nx.subsource("auction"), nx["bid"]
+    per_auction = bids.aggregate(by="auction", n=st.count())
+    flow.run()
+    # 1:3:46 per 50 events (../shared/NEXMARK.md).
+    assert [len(c.to_spark().collect()) for c in (people, auctions, bids)] == [10, 30, 460]
+    assert bids.to_spark().columns == [
+        "auction",
+        "bidder",
+        "price",
+        "channel",
+        "url",
+        "date_time",
+        "extra",
+    ]
+    assert sum(r["n"] for r in per_auction.to_spark().collect()) == 460
+    with pytest.raises(ValueError, match="has no subsource 'bids'"):
+        nx["bids"]
+    flow.close()
