@@ -38,7 +38,7 @@ from .bindings import Binding, BindingLog
 from .checkpoint import load_frames, remove, save_frames, state_fields
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
-from .ingest import MIN_TIME, SourceRuntime
+from .ingest import MIN_TIME, SourceRuntime, unreferenced_paths
 
 MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
 
@@ -78,6 +78,8 @@ class Engine:
         self.truncate_log = getattr(flow, "truncate_log", False)
         self.recovered_from: dict[str, Any] = {}
         for node in self.nodes:
+            if node.kind == "source_output":
+                continue  # reads the source's log itself, not the source's output frame
             for inp in node.inputs:
                 self.consumers[inp.id] += 1
         for node, _ in flow._sinks:
@@ -317,10 +319,12 @@ class Engine:
             mark = marks[src.name]
             for files in (src.files, src.error_files, src.health_files):
                 gone = [f for f in files if f.max_time < mark]
-                for f in gone:
+                kept = [f for f in files if f.max_time >= mark]
+                # Linked entries share their source file's link; sidecars go with entries.
+                for path in unreferenced_paths(gone, kept):
                     with contextlib.suppress(FileNotFoundError):
-                        os.remove(f.path)
-                files[:] = [f for f in files if f.max_time >= mark]
+                        os.remove(path)
+                files[:] = kept
 
     def _restore_checkpoint(self, tick: int, manifest: dict[str, Any]) -> None:
         frames = load_frames(self.spark, manifest["frames"])
