@@ -38,7 +38,7 @@ from .bindings import Binding, BindingLog
 from .checkpoint import load_frames, remove, save_frames, state_fields
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
-from .ingest import MIN_TIME, SourceRuntime, unreferenced_paths
+from .ingest import MIN_TIME, SourceRuntime, _fsync, unreferenced_paths
 
 MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
 
@@ -468,16 +468,6 @@ def _restore_sources(
 
 def _binding_dict(b: Binding) -> dict[str, Any]:
     return {"tick": b.tick, "into_time": b.into_time, "sources": b.sources}
-
-
-def _fsync(path: str) -> None:
-    # Log files (and their directory entries) must be durable before the binding that
-    # names them commits.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 Clock = Callable[[], float]

@@ -17,8 +17,8 @@ The places (see `sealtime.engine.coordinator` and the sinks):
 * ``checkpoint.written`` — checkpoint files written, manifest not yet recorded.
 
 >>> failpoint("ingest.logged")  # unset: nothing happens
->>> parse("a=2, b=1")
-{'a': 2, 'b': 1}
+>>> parse("sink.written=2, ingest.logged")
+{'sink.written': 2, 'ingest.logged': 1}
 """
 
 from __future__ import annotations

@@ -11,19 +11,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = textwrap.dedent(
+# Prepended to every script: any import of pyspark or py4j fails loudly.
+BLOCK_SPARK = textwrap.dedent(
     """
     import sys
 
     class BlockSpark:
-        '''Meta-path hook: any import of pyspark or py4j fails loudly.'''
-
         def find_spec(self, name, path=None, target=None):
             if name.split(".")[0] in ("pyspark", "py4j"):
                 raise ImportError(f"blocked import of {name} (the subscriber must not need it)")
             return None
 
     sys.meta_path.insert(0, BlockSpark())
+    """
+)
+
+SCRIPT = BLOCK_SPARK + textwrap.dedent(
+    """
 
     import sealtime
     import sealtime.pubsub
@@ -66,17 +70,8 @@ def test_subscriber_imports_and_runs_without_pyspark():
     )
 
 
-CATALOG_SCRIPT = textwrap.dedent(
+CATALOG_SCRIPT = BLOCK_SPARK + textwrap.dedent(
     """
-    import sys
-
-    class BlockSpark:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("pyspark", "py4j"):
-                raise ImportError(f"blocked import of {name} (the subscriber must not need it)")
-            return None
-
-    sys.meta_path.insert(0, BlockSpark())
 
     import sealtime as st
     from sealtime import cli
