@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ["progress", "windows", "pubsub"]
+ORDER = ["progress", "windows", "durability", "pubsub"]
 
 
 def main() -> int:
