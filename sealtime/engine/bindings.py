@@ -33,7 +33,7 @@ kept next to the bindings, in the same store.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,22 +116,28 @@ class BindingLog:
 
     # ------------------------------------------------------------------ resumption
     @staticmethod
-    def resumption_positions(bindings: list[Binding], upper: int | None) -> dict[str, Any]:
+    def resumption_positions(
+        parts: Sequence[Mapping[str, Any]], upper: int | None
+    ) -> dict[str, Any]:
         """Per source, the position of the last binding whose logged rows all have times
         ``< upper`` (None = everything is durable downstream): the resumption frontier
-        in source-native positions. Sources with no such binding are left out.
+        in source-native positions. `parts` are the bindings' per-source parts, oldest
+        first; sources with no such binding are left out.
 
-        >>> b = [Binding(1, 10, {"s": {"position": 4, "state": {"max_logged": 10}}}),
-        ...      Binding(2, 20, {"s": {"position": 9, "state": {"max_logged": 20}}})]
+        >>> b = [{"s": {"position": 4, "state": {"max_logged": 10}}},
+        ...      {"s": {"position": 9, "state": {"max_logged": 20}}}]
         >>> BindingLog.resumption_positions(b, 15), BindingLog.resumption_positions(b, None)
         ({'s': 4}, {'s': 9})
         """
         out: dict[str, Any] = {}
-        for binding in bindings:
-            for name, part in binding.sources.items():
-                logged = part["state"]["max_logged"]
-                if upper is None or logged < upper:
+        names = set(parts[-1]) if parts else set()
+        # From the newest binding back: the common case is found at once.
+        for sources in reversed(parts):
+            for name, part in sources.items():
+                if name not in out and (upper is None or part["state"]["max_logged"] < upper):
                     out[name] = part["position"]
+            if names <= out.keys():
+                break
         return out
 
     # ------------------------------------------------------------------ checkpoints

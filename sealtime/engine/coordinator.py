@@ -99,7 +99,7 @@ class Engine:
             self.replay = replay_from.load()
         truncated = flow.metadata_store.kv_get("log-truncation", flow.name, {})
         restored = _restore_sources(stored, truncated)
-        acked = BindingLog.resumption_positions(stored, self._durable_upper())
+        acked = BindingLog.resumption_positions([b.sources for b in stored], self._durable_upper())
         if stored:
             self.tick_no = stored[-1].tick
             self.last_into = stored[-1].into_time
@@ -259,15 +259,11 @@ class Engine:
         are all at times below the durable upper of every exactly-once sink."""
         if self.replay is not None:
             return
-        upper = self._durable_upper()
+        positions = BindingLog.resumption_positions(
+            [b["sources"] for b in self.bindings], self._durable_upper()
+        )
         for src in self.sources.values():
-            position = None
-            # Walk back from the newest binding (the common case acknowledges it).
-            for binding in reversed(self.bindings):
-                part = binding["sources"].get(src.name)
-                if part is not None and (upper is None or part["state"]["max_logged"] < upper):
-                    position = part["position"]
-                    break
+            position = positions.get(src.name)
             if position is not None and position != self.acknowledged.get(src.name):
                 src.acknowledge(position)
                 self.acknowledged[src.name] = position

@@ -99,7 +99,7 @@ def durable_state(data_dir: Path) -> tuple[int | None, dict]:
             return None, {}
         upper = Shard.open(store, "crash.windows", data_dir / "shards").upper
         bindings = BindingLog(store, "crash").load()
-        return upper, BindingLog.resumption_positions(bindings, upper)
+        return upper, BindingLog.resumption_positions([b.sources for b in bindings], upper)
     finally:
         store.close()
 
