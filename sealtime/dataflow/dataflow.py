@@ -15,7 +15,7 @@ from pyspark.sql import types as T
 from ..sources.base import Source
 from .collection import Collection
 from .durations import parse_duration
-from .plan import Node
+from .plan import Node, infer_bound
 
 __all__ = ["Dataflow", "SourceCollection"]
 
@@ -237,6 +237,7 @@ class Dataflow:
         if self._engine is not None:
             raise RuntimeError("Dataflow: the graph cannot change after the first run()")
         node.id = len(self._nodes)
+        node.bounded_by = infer_bound(node)
         self._nodes.append(node)
         return Collection(self, node)
 

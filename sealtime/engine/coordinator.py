@@ -26,23 +26,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dataflow.plan import Node
+from ..operators import Env, Operator, build
 from ..spark.frames import DIFF, TIME, consolidate, union_all
-from ..spark.reduce import AggregateReducer, DifferentialReduce, TopKReducer, WindowedReduce
-from ..spark.relational import BilinearJoin, Distinct, assign_windows
+from ..spark.spill import SpillStore
 from .bindings import Binding, BindingLog
-from .checkpoint import load_frames, remove, save_frames, state_fields
+from .checkpoint import remove
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
 from .ingest import MIN_TIME, SourceRuntime, _fsync, unreferenced_paths
 
 MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
 
-__all__ = ["Engine", "TickReport"]
+__all__ = ["ROUTING_CONF", "Engine", "TickReport"]
+
+#: Spark settings the engine needs (set on the session it runs on)
+ROUTING_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.unionOutputPartitioning": "false",
+}
 
 
 @dataclass
@@ -65,15 +72,23 @@ class Engine:
         self.spark = flow._spark
         self.nodes: list[Node] = list(flow._nodes)
         self.sources: dict[int, SourceRuntime] = {}
-        self.runtime: dict[int, Any] = {}
+        self.ops: dict[int, Operator] = {}
         self.done: dict[int, int | None] = {}
-        self.pending: dict[tuple[int, int], DataFrame] = {}
+        #: updates that arrived at an input ahead of its operator: (frame, time bound)
+        self.pending: dict[tuple[int, int], tuple[DataFrame, int]] = {}
         self.trace: dict[int, list[DataFrame]] = {}
         self.consumers: dict[int, int] = {n.id: 0 for n in self.nodes}
         self.tick_no = 0
         self.last_into = MIN_TIME
         self.bindings: list[dict[str, Any]] = []
         self.acknowledged: dict[str, Any] = {}
+        self.partitions = flow.shuffle_partitions or self._partitions()
+        # Arrangements route keys with explicit hash partitioning that must reach the
+        # kernels as it is: adaptive execution would coalesce or split partitions, and a
+        # union that reports its children's partitioning lets Spark push the shuffle
+        # below the union (task i then holds partition i - P). Kernels check it.
+        for key, value in ROUTING_CONF.items():
+            self.spark.conf.set(key, value)
         self.checkpoint_every = getattr(flow, "checkpoint_every", None)
         self.truncate_log = getattr(flow, "truncate_log", False)
         self.recovered_from: dict[str, Any] = {}
@@ -82,6 +97,8 @@ class Engine:
                 continue  # reads the source's log itself, not the source's output frame
             for inp in node.inputs:
                 self.consumers[inp.id] += 1
+            if node.kind == "inspect":  # the tap computes its input once more
+                self.consumers[node.inputs[0].id] += 1
         for node, _ in flow._sinks:
             self.consumers[node.id] += 1
 
@@ -120,12 +137,26 @@ class Engine:
                     acknowledged=acked.get(node.name),
                     replay=self.replay is not None,
                 )
-            self.runtime[node.id] = self._make_runtime(node)
+        shared: dict[Any, Any] = {}
+        for node in self.nodes:
+            env = Env(
+                spark=self.spark,
+                state_dir=os.path.join(flow.data_dir, "state", f"n{node.id:04d}-{node.kind}"),
+                partitions=self.partitions,
+                sources=self.sources,
+                shared=shared,
+            )
+            self.ops[node.id] = build(node, env)
+        self.spill = SpillStore(self.spark, os.path.join(flow.data_dir, "spill", "pending"))
         self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
         checkpoints = self.log.checkpoints() if stored else []
         if checkpoints:
             self._restore_checkpoint(*checkpoints[-1])
+        else:
+            self.spill.remove_all()
+            for op in self.ops.values():
+                op.restore({})  # empty state: files of a run that never checkpointed go
 
     def _fingerprint(self) -> list[str]:
         plan = [
@@ -145,67 +176,56 @@ class Engine:
         present = [u for u in uppers if u is not None]
         return min(present) if present else None
 
-    # ------------------------------------------------------------------ runtimes
+    # ------------------------------------------------------------------ frames
     def _checkpoint(self, df: DataFrame | None) -> DataFrame | None:
-        # Materialise and cut the lineage: state is rebuilt from its previous value every
-        # tick, so without this the query plan would grow with the number of ticks.
+        # Materialise and cut the lineage (pending buffers, traces); coalesce bounds the
+        # partition count of frames that are unioned with their own past.
         if df is None:
             return None
-        # Bound the partition count: a broadcast join keeps its streamed side's
-        # partitions, and state unioned with its own join output would otherwise double
-        # its partitions every tick. coalesce() merges partitions without a shuffle.
-        return df.coalesce(self._partitions()).localCheckpoint(eager=True)
+        return df.coalesce(self.partitions).localCheckpoint(eager=True)
 
     def _partitions(self) -> int:
         return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
-
-    def _make_runtime(self, node: Node) -> Any:
-        p = node.params
-        ck = self._checkpoint
-        if node.kind in ("reduce", "windowed_reduce"):
-            src = node.inputs[0]
-            if p["what"] == "aggregate":
-                reducer = AggregateReducer(p["aggregates"], src.schema)
-                values = reducer.value_columns
-            else:
-                by = p["by"] + (
-                    ["window_start", "window_end"] if node.kind == "windowed_reduce" else []
-                )
-                reducer = TopKReducer(p["k"], p["order_by"], src.schema, by, src.priority_column)
-                values = [c for c in src.columns if c not in by]
-            if node.kind == "reduce":
-                return DifferentialReduce(reducer, p["by"], values, ck)
-            return WindowedReduce(reducer, src.window, p["by"], values, src.monotonic, ck)
-        if node.kind == "join":
-            return BilinearJoin(p["on"], node.inputs[0].columns, node.inputs[1].columns, ck)
-        if node.kind == "distinct":
-            return Distinct(node.columns, ck)
-        return None
 
     # ------------------------------------------------------------------ the tick
     def tick(self) -> TickReport:
         started = _time.perf_counter()
         self.tick_no += 1
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
         binding = self._mint_binding()
         into = binding["into_time"]
         rows_in = sum(p["rows"] for p in binding["sources"].values())
 
         frontiers = self.tracker.advance({nid: s.frontier for nid, s in self.sources.items()})
         outputs: dict[int, DataFrame | None] = {}
+        bounds: dict[int, int] = {}  # per output: an upper bound of its times (inclusive)
         sealed: dict[int, tuple[int, int | None]] = {}
+        persisted: list[DataFrame] = []
+        stepped: list[int] = []  # stateful operators that ran (their state must be written)
+        materialised: set[int] = set()  # outputs already computed by a job this tick
         for node in self.nodes:
             hi = frontiers[node.id]
             lo = self.done[node.id]
-            inputs = [
-                self._input(node, port, inp, outputs, frontiers, hi)
+            ins = [
+                self._input(node, port, inp, outputs, bounds, frontiers, hi, materialised)
                 for port, inp in enumerate(node.inputs)
             ]
+            inputs = [d for d, _ in ins]
             if lo == hi:
                 outputs[node.id] = None
                 continue
-            out = self._run(node, inputs, lo, hi)
-            if out is not None and self.consumers[node.id] > 1:
+            op = self.ops[node.id]
+            out = op.step(inputs, lo, hi)
+            bounds[node.id] = self._bound(node, [b for _, b in ins], lo, hi)
+            if out is not None and op.stateful:
+                stepped.append(node.id)
+            if out is not None and self.flow.record and op.stateful:
+                # Traces are read after the tick: compute the output now, once.
                 out = self._checkpoint(out)
+                materialised.add(node.id)
+            elif out is not None and self.consumers[node.id] > 1:
+                out = out.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(out)
             if out is not None and self.flow.record:
                 self._record(node, out)
             outputs[node.id] = out
@@ -215,14 +235,49 @@ class Engine:
         for node, sink in self.flow._sinks:
             if node.id in sealed:
                 lo, hi = sealed[node.id]
-                sink.commit(outputs[node.id], lo, hi, self._commit_info(node))
+                computed = sink.commit(outputs[node.id], lo, hi, self._commit_info(node))
+                if computed is True:  # (a range committed before a restart runs nothing)
+                    materialised |= self._upstream(node.id)
+        self._run_unread(stepped, outputs, materialised)
+        for df in persisted:
+            df.unpersist()
+        if not self.flow.record:
+            # (recorded traces are lazy plans that may read held-back updates' files)
+            self.spill.collect_garbage()
+        pinned = bool(self.checkpoint_every and self.tick_no % self.checkpoint_every == 0)
+        for nid in stepped:
+            self.ops[nid].after_tick(pinned)
         self._acknowledge()
-        if self.checkpoint_every and self.tick_no % self.checkpoint_every == 0:
+        if pinned:
             self.checkpoint()
         frontier = f_min([frontiers[n.id] for n in self.nodes]) if self.nodes else None
         return TickReport(
             self.tick_no, into, frontier, rows_in, _time.perf_counter() - started, sealed
         )
+
+    def _upstream(self, node_id: int) -> set[int]:
+        """The node and every node its output this tick was computed from."""
+        out = {node_id}
+        for node in reversed(self.nodes):  # reverse topological order
+            if node.id in out:
+                out.update(i.id for i in node.inputs)
+        return out
+
+    def _run_unread(
+        self, stepped: list[int], outputs: dict[int, DataFrame | None], done: set[int]
+    ) -> None:
+        """Run the plans of stateful operators no job has computed this tick (no sink
+        reads them): their state must be written. One job for all of them."""
+        from pyspark.sql import functions as F
+
+        todo = [nid for nid in stepped if nid not in done and outputs.get(nid) is not None]
+        # An operator feeding another in the list runs inside that one's plan.
+        covered: set[int] = set()
+        for nid in todo:
+            covered |= self._upstream(nid) - {nid}
+        frames = [outputs[nid].select(F.lit(1).alias("x")) for nid in todo if nid not in covered]
+        if frames:
+            union_all(frames).write.format("noop").mode("overwrite").save()
 
     # ------------------------------------------------------------------ durability
     def _mint_binding(self) -> dict[str, Any]:
@@ -275,19 +330,27 @@ class Engine:
     def checkpoint(self) -> None:
         """Write a soft checkpoint of all operator state, then truncate the logs behind it."""
         directory = os.path.join(self.flow.data_dir, "checkpoints", f"{self.tick_no:08d}")
-        frames: dict[str, DataFrame | None] = {}
-        for nid, rt in self.runtime.items():
-            if rt is not None:
-                for key, df in state_fields(rt).items():
-                    frames[f"n{nid}.{key}"] = df
-        for (nid, port), df in self.pending.items():
-            frames[f"p{nid}.{port}"] = df
+        operators = {}
+        for nid, op in self.ops.items():
+            op.durable()
+            operators[str(nid)] = op.state(os.path.join(directory, f"n{nid:04d}"))
+            op.pin()
+        pending = {
+            f"{nid}.{port}": {
+                "path": self.spill.live[f"n{nid}-p{port}"],
+                "schema": df.schema.json(),
+                "bound": bound,
+            }
+            for (nid, port), (df, bound) in self.pending.items()
+        }
+        self.spill.pin()
         truncate = {src.name: self._processed_below(nid) for nid, src in self.sources.items()}
         manifest = {
             "tick": self.tick_no,
             "directory": directory,
             "done": {str(k): v for k, v in self.done.items()},
-            "frames": save_frames(frames, directory),
+            "operators": operators,
+            "pending": pending,
             "truncate": truncate,
         }
         failpoint("checkpoint.written")
@@ -323,14 +386,21 @@ class Engine:
                 files[:] = kept
 
     def _restore_checkpoint(self, tick: int, manifest: dict[str, Any]) -> None:
-        frames = load_frames(self.spark, manifest["frames"])
-        for key, df in frames.items():
-            if key.startswith("n"):
-                nid, attr = key[1:].split(".", 1)
-                setattr(self.runtime[int(nid)], attr, df)
-            elif df is not None:
-                nid, port = key[1:].split(".", 1)
-                self.pending[(int(nid), int(port))] = df
+        import json
+
+        from pyspark.sql import types as T
+
+        for key, entry in manifest.get("pending", {}).items():
+            nid, port = (int(x) for x in key.split("."))
+            schema = T.StructType.fromJson(json.loads(entry["schema"]))
+            self.spill.live[f"n{nid}-p{port}"] = entry["path"]
+            df = self.spill.read(entry["path"], schema)
+            self.pending[(nid, port)] = (df, entry["bound"])
+        self.spill.pin()
+        self.spill.collect_garbage()
+        states = manifest.get("operators", {})
+        for nid, op in self.ops.items():
+            op.restore(states.get(str(nid), {}))
         for nid, value in manifest["done"].items():
             self.done[int(nid)] = value
         self.recovered_from["checkpoint"] = tick
@@ -348,69 +418,42 @@ class Engine:
             "collection": node.name,
         }
 
-    def _input(self, node, port, inp, outputs, frontiers, hi) -> DataFrame | None:
-        d = union_all([self.pending.pop((node.id, port), None), outputs.get(inp.id)])
+    def _input(
+        self, node, port, inp, outputs, bounds, frontiers, hi, materialised: set[int]
+    ) -> tuple[DataFrame | None, int]:
+        """This tick's updates at input `port` (with an upper bound of their times): the
+        upstream output, plus the updates held back from earlier ticks."""
+        held, held_bound = self.pending.pop((node.id, port), (None, MIN_TIME))
+        self.spill.drop(f"n{node.id}-p{port}")
+        out = outputs.get(inp.id)
+        bound = max(held_bound, bounds.get(inp.id, MIN_TIME) if out is not None else MIN_TIME)
+        d = union_all([held, out])
         if d is None or frontiers[inp.id] == hi:
-            return d
+            return d, bound
         # The input is ahead of this operator (another input lags): hold back the rows at
-        # times the operator has not sealed yet.
+        # times the operator has not sealed yet — unless the bound shows there are none.
         assert hi is not None
-        self.pending[(node.id, port)] = self._checkpoint(d.filter(F.col(TIME) >= hi))
-        return d.filter(F.col(TIME) < hi)
+        if bound >= hi:
+            ahead = d.filter(F.col(TIME) >= hi)
+            name = f"n{node.id}-p{port}"
+            self.pending[(node.id, port)] = (self.spill.write(ahead, name, self.tick_no), bound)
+            materialised |= self._upstream(inp.id)
+            return d.filter(F.col(TIME) < hi), hi - 1
+        return d, bound
 
-    def _run(
-        self, node: Node, inputs: list[DataFrame | None], lo: int, hi: int | None
-    ) -> DataFrame | None:
-        kind = node.kind
-        if kind == "source":
-            return self._read_source(node, "main", lo, hi)
-        if kind == "source_output":
-            return self._read_source(node.inputs[0], node.params["output"], lo, hi)
-        d = inputs[0] if inputs else None
-        if kind == "map":
-            return None if d is None else node.params["fn"](d)
-        if kind == "window":
-            return (
-                None
-                if d is None
-                else assign_windows(d, node.params["spec"])
-                if node.params["spec"].per_row
-                else d
-            )
-        if kind == "negate":
-            return None if d is None else d.withColumn(DIFF, -F.col(DIFF))
-        if kind == "consolidate":
-            return None if d is None else consolidate(d, node.columns + [TIME])
-        if kind == "union":
-            pcol = node.params["priority_column"]
-            names = node.params["names"]
-            parts = []
-            for i, part in enumerate(inputs):
-                if part is None:
-                    continue
-                part = part.select(*names, TIME, DIFF)
-                if pcol is not None:
-                    part = part.withColumn(pcol, F.lit(i).cast("int"))
-                parts.append(part)
-            return union_all(parts)
-        if kind == "inspect":
-            if d is not None:
-                node.params["fn"](d.toArrow(), lo, hi)
-            return d
-        rt = self.runtime[node.id]
-        if kind == "reduce":
-            return rt.step(d)
-        if kind == "windowed_reduce":
-            return rt.step(d, hi)
-        if kind == "join":
-            return rt.step(inputs[0], inputs[1])
-        if kind == "distinct":
-            return rt.step(d)
-        raise NotImplementedError(kind)
-
-    def _read_source(self, node: Node, which: str, lo: int, hi: int | None) -> DataFrame | None:
-        data = [f.name for f in node.schema.fields]
-        return self.sources[node.id].frame(self.spark, which, lo, hi, data)
+    def _bound(self, node: Node, inputs: list[int], lo: int, hi: int | None) -> int:
+        """An upper bound (inclusive) of the times of `node`'s output this tick, known
+        without running Spark: sources know theirs from the log; an operator's output
+        times are among its inputs' (a window's output time is below its frontier)."""
+        if node.kind in ("source", "source_output"):
+            source = node if node.kind == "source" else node.inputs[0]
+            which = "main" if node.kind == "source" else node.params["output"]
+            top = self.sources[source.id].max_time(which, lo, hi)
+            return MIN_TIME if top is None else top
+        top = max(inputs, default=MIN_TIME)
+        if node.kind == "windowed_reduce" and hi is not None:
+            return hi - 1
+        return top
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

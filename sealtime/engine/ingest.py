@@ -89,10 +89,12 @@ class LogFile:
     file_rows: int = 0
     offset: int = 0
     late_path: str = ""
+    #: ingestion time: every row of a linked entry has this ``_time`` (no time column)
+    fixed_time: int | None = None
 
     @property
     def linked(self) -> bool:
-        return bool(self.time_column)
+        return bool(self.time_column) or self.fixed_time is not None
 
 
 @dataclass
@@ -104,6 +106,7 @@ class _LinkedStamp:
     late: np.ndarray  # bool
     reason: pa.Array | None  # string per row (null when not late); None = none late
     offset: int  # _offset of the first row
+    fixed: int | None = None  # ingestion time: the binding time of every row
 
     @property
     def num_rows(self) -> int:
@@ -184,8 +187,15 @@ class SourceRuntime:
         data = batch.data
         n = data.num_rows
         self.rows_in += n
+        links = getattr(batch, "links", None)
         if self.event_time:
             table = self._stamp_event_time(data, batch)
+        elif links:
+            times = np.full(n, into_time, np.int64)
+            table = _LinkedStamp(
+                tuple(links), times, np.zeros(n, bool), None, self.offset, into_time
+            )
+            self.offset += n
         else:
             table = self._stamp_ingestion_time(data, into_time)
         if n:
@@ -358,13 +368,12 @@ class SourceRuntime:
     def _read_batch(self) -> ReadBatch:
         """The next batch; immutable Parquet input comes as file ranges when possible."""
         read_linked = getattr(self.reader, "read_linked", None)
-        if (
-            read_linked is not None
-            and self.time_column is not None
-            and not self.explicit
-            and _linkable_time(self.source.schema.field(self.time_column).type)
-        ):
-            return read_linked(self.max_rows, [self.time_column])
+        if read_linked is not None and not self.explicit:
+            if self.time_column is None:
+                # Ingestion time: no column is needed to stamp; one is read to count rows.
+                return read_linked(self.max_rows, [self.source.schema.names[0]])
+            if _linkable_time(self.source.schema.field(self.time_column).type):
+                return read_linked(self.max_rows, [self.time_column])
         return self.reader.read(self.max_rows)
 
     def _stamp_linked(
@@ -433,6 +442,7 @@ class SourceRuntime:
                     n,
                     late=n_late,
                     time_column=self.time_column or "",
+                    fixed_time=stamp.fixed,
                     first=first,
                     end=end,
                     file_rows=file_rows,
@@ -541,6 +551,15 @@ class SourceRuntime:
             out = [f for f in out if f.late != 0]
         return out
 
+    def max_time(self, which: str, lo: int, hi: int | None) -> int | None:
+        """An upper bound (inclusive) of the times `frame` returns for ``[lo, hi)``, from
+        the log's metadata (no Spark job); None when the range has no entry."""
+        entries = self._entries(which, lo, hi)
+        if not entries:
+            return None
+        top = max(f.max_time for f in entries)
+        return top if hi is None else min(top, hi - 1)
+
     def files_for(self, which: str, lo: int, hi: int | None) -> list[str]:
         """The log files (and late sidecars) holding updates of `which` in ``[lo, hi)``."""
         paths: list[str] = []
@@ -601,6 +620,8 @@ class SourceRuntime:
         sidecar = "__row BIGINT, _time BIGINT, reason STRING"
 
         def event_time(e: LogFile):
+            if e.fixed_time is not None:
+                return F.lit(e.fixed_time).cast("long").alias("_time")
             c = F.col(e.time_column)
             typ = self.source.schema.field(e.time_column).type
             return (F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")).alias(
@@ -611,9 +632,14 @@ class SourceRuntime:
         rest = entries
         if which == "main":
             whole = [e for e in entries if e.first == 0 and e.end == e.file_rows and not e.late]
-            if whole:  # one scan (a source's entries share the time column)
-                df = spark.read.schema(schema).parquet(*[e.path for e in whole])
-                parts.append(df.select(*data, event_time(whole[0]), one))
+            # One scan per time stamping: a source's event-time entries share their time
+            # column; ingestion-time entries share the binding time of their tick.
+            by_stamp: dict[int | None, list[LogFile]] = {}
+            for e in whole:
+                by_stamp.setdefault(e.fixed_time, []).append(e)
+            for group in by_stamp.values():
+                df = spark.read.schema(schema).parquet(*[e.path for e in group])
+                parts.append(df.select(*data, event_time(group[0]), one))
             rest = [e for e in entries if e not in whole]
         for e in rest:
             df = spark.read.schema(schema).parquet(e.path)

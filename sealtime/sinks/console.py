@@ -29,11 +29,12 @@ class Callback:
         self.fn = fn
         self.skip_empty = skip_empty
 
-    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> None:
+    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+        """Hand the range to `fn`; True: `delta`'s plan was computed."""
         table = None if delta is None else delta.toArrow()
-        if self.skip_empty and (table is None or table.num_rows == 0):
-            return
-        self.fn(table, lo, hi)
+        if not (self.skip_empty and (table is None or table.num_rows == 0)):
+            self.fn(table, lo, hi)
+        return delta is not None
 
 
 class Console(Callback):

@@ -45,14 +45,16 @@ class Parquet:
         commits = self.commits()
         return commits[-1]["upper"] if commits else _MIN_TIME
 
-    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> None:
+    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+        """Commit ``[lo, hi)`` once. True: `delta`'s plan was computed (False when the
+        range was committed before a restart and nothing ran)."""
         from pyspark.sql import functions as F
 
         os.makedirs(self.path, exist_ok=True)
         commits = self.commits()
         upper = commits[-1]["upper"] if commits else _MIN_TIME
         if upper is None or (hi is not None and upper >= hi):
-            return  # committed before a restart: exactly once
+            return False  # committed before a restart: exactly once
         if delta is not None and lo < upper:
             delta = delta.filter(F.col("_time") >= upper)
             lo = upper
@@ -60,6 +62,7 @@ class Parquet:
         seq = len(commits)
         rel = f"commit-{seq:08d}"
         target = os.path.join(self.path, rel)
+        computed = delta is not None
         if delta is None:
             delta = info["spark"].createDataFrame([], _with_system(info["schema"]))
         delta.write.mode("overwrite").parquet(target)
@@ -70,6 +73,7 @@ class Parquet:
             f.flush()
             os.fsync(f.fileno())
         failpoint("sink.committed")
+        return computed
 
     def _repair_log(self) -> None:
         # Drop a partial last line left by a crash, so the next line starts clean.

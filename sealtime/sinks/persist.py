@@ -64,13 +64,14 @@ class Persist:
         """Times below this are durably committed (None: the collection is finished)."""
         return self._require().upper
 
-    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> None:
+    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+        """Commit ``[lo, hi)`` once. True: `delta`'s plan was computed."""
         from pyspark.sql import functions as F
 
         shard = self._require()
         upper = shard.upper
         if upper is None or (hi is not None and upper >= hi):
-            return  # committed before a restart
+            return False  # committed before a restart
         files: list[str] = []
         if delta is not None:
             if lo < upper:
@@ -88,6 +89,7 @@ class Persist:
             )
         self.commits += 1
         failpoint("sink.committed")
+        return delta is not None
 
     def read_arrow(self) -> pa.Table:
         """Every committed update (columns, ``_time``, ``_diff``), unconsolidated."""

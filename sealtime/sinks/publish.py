@@ -159,8 +159,9 @@ class Publish:
             table = table.append_column(_PART, pa.array(np.zeros(table.num_rows, np.int64)))
         return table
 
-    def commit(self, delta: Any, lo: int, hi: int | None, info: dict[str, Any]) -> None:
-        """Publish the updates of the sealed range ``[lo, hi)`` and advance to `hi`."""
+    def commit(self, delta: Any, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+        """Publish the updates of the sealed range ``[lo, hi)`` and advance to `hi`.
+        True: `delta`'s plan was computed."""
         table = self._split(delta) if delta is not None else None
         if table is not None and table.num_rows:
             times = table.column("_time").to_numpy()
@@ -175,6 +176,7 @@ class Publish:
             start, end = int(bounds[p]), int(bounds[p + 1])
             part = table.slice(start, end - start) if table is not None else None
             self._commit_partition(p, pub, part, times[start:end], lo, hi)
+        return delta is not None
 
     def _commit_partition(
         self, p: int, pub: Any, part: pa.Table | None, times: np.ndarray, lo: int, hi: int | None

@@ -31,6 +31,16 @@ CNT = "_cnt"
 SYSTEM_COLUMNS = (TIME, DIFF, CNT)
 
 
+def with_system(schema):
+    """`schema` (a Spark StructType of data columns) plus ``_time`` and ``_diff``."""
+    from pyspark.sql import types as T
+
+    return T.StructType(
+        list(schema.fields)
+        + [T.StructField(TIME, T.LongType(), False), T.StructField(DIFF, T.LongType(), False)]
+    )
+
+
 def data_columns(df: DataFrame) -> list[str]:
     """The columns of `df` that are not system columns."""
     return [c for c in df.columns if c not in SYSTEM_COLUMNS]

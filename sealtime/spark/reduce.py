@@ -1,19 +1,11 @@
-"""Reductions on Spark: aggregate and top-k, per sealed time (differential) or per sealed
-window (append-only).
+"""Reducers on Spark: aggregates and top-k as Spark expressions over a group's rows.
 
 A *reducer* maps a multiset of a group's rows (``group..., values..., _cnt`` with
-``_cnt > 0``) to the group's output multiset (``group..., outputs..., _cnt``). Two
-drivers apply it:
-
-* `DifferentialReduce` — for every touched key and every distinct time ``t`` of the tick
-  it recomputes the reducer over the key's accumulated rows at ``t`` and emits the
-  difference from the previous result (differential dataflow's ``reduce``). State: the
-  input multiset per key and the current output per key. A tick costs O(new updates +
-  state of the touched keys x distinct times per key in the tick), plus a scan of the
-  cached state to find the touched keys.
-* `WindowedReduce` — for windowed input: buffers the rows (or, for append-only input and
-  decomposable aggregates, partial aggregates) of open windows and emits each window once
-  when the frontier passes its end, at time ``window_end - 1``. State: open windows only.
+``_cnt > 0``) to the group's output multiset (``group..., outputs..., _cnt``). The
+windowed and session operators run them over each sealed window's rows, and
+`AggregateReducer` also provides the partial aggregates (``partials``, ``merge``,
+``finalize``) that let append-only windows keep one partial row per (window, key).
+The differential (non-windowed) operators run kernels instead (`sealtime.kernels`).
 """
 
 from __future__ import annotations
@@ -26,10 +18,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dataflow.aggregates import Aggregate
-from ..dataflow.windows import Session, Sliding, Tumbling, WindowSpec
-from .frames import CNT, DIFF, TIME, consolidate, null_safe_join, pack, union_all, unpack
+from .frames import CNT
 
-__all__ = ["AggregateReducer", "DifferentialReduce", "TopKReducer", "WindowedReduce"]
+__all__ = ["AggregateReducer", "OrderKey", "TopKReducer", "parse_order_by"]
 
 _FLOAT_SUM = T.DecimalType(38, 12)
 
@@ -237,213 +228,3 @@ class TopKReducer:
             .withColumn(CNT, F.col("__take"))
             .drop("__take")
         )
-
-
-class DifferentialReduce:
-    """Per-time reduction of a keyed collection (see module docstring)."""
-
-    def __init__(
-        self, reducer, by: Sequence[str], value_columns: Sequence[str], checkpoint
-    ) -> None:
-        self.reducer = reducer
-        self.by = list(by)
-        self.values = [c for c in value_columns if c not in self.by]
-        self.checkpoint = checkpoint
-        self.state: DataFrame | None = None  # by + values + _cnt
-        self.output: DataFrame | None = None  # by + outputs + _cnt
-
-    def step(self, delta: DataFrame | None) -> DataFrame | None:
-        if delta is None:
-            return None
-        by, cols = self.by, self.by + self.values
-        d = consolidate(delta.select(*cols, TIME, DIFF), cols + [TIME])
-        kt = d.select(*by, TIME).distinct()
-        kw = Window.partitionBy(*by).orderBy(TIME)
-        kt = kt.withColumn("__next", F.lead(TIME).over(kw)).withColumn(
-            "__first", F.row_number().over(kw) == 1
-        )
-        touched = kt.select(*by).distinct()
-
-        # Rows of touched keys: the state (at time -inf) and the tick's updates.
-        rows = d.withColumnRenamed(TIME, "__rt").withColumnRenamed(DIFF, CNT)
-        if self.state is not None:
-            old = null_safe_join(self.state, touched, by, "left_semi").withColumn(
-                "__rt", F.lit(None).cast("long")
-            )
-            rows = union_all([old, rows])
-        at = null_safe_join(rows, kt.select(*by, TIME), by)
-        at = at.filter(F.col("__rt").isNull() | (F.col("__rt") <= F.col(TIME)))
-        m = consolidate(at, cols + [TIME], CNT).filter(F.col(CNT) > 0)
-        result = self.reducer(m, by + [TIME])  # by, _time, outputs, _cnt
-        outs = [c for c in result.columns if c not in (*by, TIME, CNT)]
-
-        plus = result.select(*by, *outs, TIME, F.col(CNT).alias(DIFF))
-        nxt = null_safe_join(result, kt.select(*by, TIME, "__next"), by + [TIME]).filter(
-            F.col("__next").isNotNull()
-        )
-        minus_prev = nxt.select(*by, *outs, F.col("__next").alias(TIME), (-F.col(CNT)).alias(DIFF))
-        parts = [plus, minus_prev]
-        if self.output is not None:
-            first = kt.filter("__first").select(*by, TIME)
-            parts.append(
-                null_safe_join(self.output, first, by).select(
-                    *by, *outs, TIME, (-F.col(CNT)).alias(DIFF)
-                )
-            )
-        out = consolidate(union_all(parts), by + outs + [TIME])
-
-        last = null_safe_join(
-            result, kt.filter(F.col("__next").isNull()).select(*by, TIME), by + [TIME]
-        )
-        new_output = last.select(*by, *outs, CNT)
-        if self.output is not None:
-            new_output = union_all(
-                [null_safe_join(self.output, touched, by, "left_anti"), new_output]
-            )
-        merged = d.select(*cols, F.col(DIFF).alias(CNT))
-        new_state = consolidate(union_all([self.state, merged]), cols, CNT)
-        # One job materialises the new state, the new output and the tick's updates.
-        packed = self.checkpoint(pack({"state": new_state, "output": new_output, "delta": out}))
-        self.state = unpack(packed, "state", cols + [CNT])
-        self.output = unpack(packed, "output", by + outs + [CNT])
-        return unpack(packed, "delta", by + outs + [TIME, DIFF])
-
-
-class WindowedReduce:
-    """Emit each window's reduction once, when sealed (see module docstring)."""
-
-    def __init__(
-        self,
-        reducer,
-        spec: WindowSpec,
-        by: Sequence[str],
-        value_columns: Sequence[str],
-        monotonic: bool,
-        checkpoint,
-    ) -> None:
-        self.reducer = reducer
-        self.spec = spec
-        self.by = [c for c in by if c not in ("window_start", "window_end")]
-        self.values = [
-            c for c in value_columns if c not in self.by and c not in ("window_start", "window_end")
-        ]
-        self.session = isinstance(spec, Session)
-        # Append-only input + decomposable aggregates: keep partial aggregates only.
-        self.partial = (
-            monotonic
-            and not self.session
-            and isinstance(reducer, AggregateReducer)
-            and reducer.decomposable
-        )
-        self.checkpoint = checkpoint
-        self.buffer: DataFrame | None = None
-        self.last_hi: int | None = None  # the frontier of the previous step (None: unknown)
-
-    def step(self, delta: DataFrame | None, hi: int | None) -> DataFrame | None:
-        if self.session:
-            return self._step_session(delta, hi)
-        group = ["window_start", "window_end", *self.by]
-        may_close = self._may_close(hi)
-        self.last_hi = hi
-        if self.partial:
-            if delta is None:
-                fresh = combined = self.buffer
-            elif self.buffer is None:
-                # One aggregation gives one row per group: no merge needed.
-                fresh = combined = self.reducer.partials(delta, group, DIFF)
-            else:
-                # The tick's rows as single-row partials (typed like the buffer), merged
-                # with the buffer in one aggregation (one shuffle).
-                rows = self.reducer.row_partials(delta, group, DIFF)
-                types = {f.name: f.dataType for f in self.buffer.schema.fields}
-                fresh = rows.select(*[F.col(c).cast(types[c]).alias(c) for c in rows.columns])
-                combined = self.reducer.merge(union_all([self.buffer, fresh]), group)
-            if combined is None:
-                return None
-            fresh = None if delta is None else fresh
-            if hi is None:
-                # Every window is sealed and no state is kept: no checkpoint job; the
-                # aggregation runs inside the consumer's job.
-                self.buffer = None
-                out = self.reducer.finalize(combined, group)
-            else:
-                if fresh is not None:
-                    combined = self.checkpoint(combined)
-                self.buffer = combined.filter(F.col("window_end") > hi)
-                if not may_close:
-                    return None  # no window can end in this tick's range: no output job
-                out = self.reducer.finalize(combined.filter(F.col("window_end") <= hi), group)
-        else:
-            cols = group + self.values
-            fresh = None if delta is None else delta.select(*cols, F.col(DIFF).alias(CNT))
-            both = union_all([self.buffer, fresh])
-            if both is None:
-                return None
-            combined = consolidate(both, cols, CNT) if fresh is not None else both
-            if hi is None:  # all sealed, no state kept: no checkpoint job
-                self.buffer = None
-                sealed = combined
-            else:
-                if fresh is not None:
-                    combined = self.checkpoint(combined)
-                sealed = combined.filter(F.col("window_end") <= hi)
-                self.buffer = combined.filter(F.col("window_end") > hi)
-                if not may_close:
-                    return None
-            out = self.reducer(sealed.filter(F.col(CNT) > 0), group)
-        return out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
-
-    def _may_close(self, hi: int | None) -> bool:
-        """Can a window end in ``(previous hi, hi]``? Buffered windows all end after the
-        previous frontier (the others were emitted) and new rows lie at or after it, so
-        when no window boundary of the spec falls in that range nothing is sealed."""
-        lo = self.last_hi
-        if hi is None or lo is None:
-            return True
-        if isinstance(self.spec, Tumbling):
-            period, phase = self.spec.size, self.spec.offset
-        elif isinstance(self.spec, Sliding):
-            period, phase = self.spec.slide, self.spec.size % self.spec.slide
-        else:
-            return True
-        return (hi - phase) // period > (lo - phase) // period
-
-    def _step_session(self, delta: DataFrame | None, hi: int | None) -> DataFrame | None:
-        gap = self.spec.gap
-        cols = self.by + self.values
-        fresh = (
-            None
-            if delta is None
-            else delta.select(*cols, F.col(TIME).alias("__t"), F.col(DIFF).alias(CNT))
-        )
-        both = union_all([self.buffer, fresh])
-        if both is None:
-            return None
-        rows = consolidate(both, cols + ["__t"], CNT) if fresh is not None else both
-        # Sessions are defined by rows present (count > 0), ordered by time per key.
-        w = Window.partitionBy(*self.by).orderBy("__t")
-        present = rows.filter(F.col(CNT) > 0)
-        times = present.select(*self.by, "__t").distinct()
-        brk = F.when(
-            F.lag("__t").over(w).isNull() | (F.col("__t") - F.lag("__t").over(w) >= gap), 1
-        ).otherwise(0)
-        times = times.withColumn(
-            "__sid", F.sum(brk).over(w.rowsBetween(Window.unboundedPreceding, 0))
-        )
-        bounds = times.groupBy(*self.by, "__sid").agg(
-            F.min("__t").alias("window_start"), (F.max("__t") + gap).alias("window_end")
-        )
-        times = null_safe_join(times, bounds, self.by + ["__sid"])
-        tagged = self.checkpoint(null_safe_join(rows, times, self.by + ["__t"], "left"))
-        closed = (
-            F.col("window_end").isNotNull() & (F.col("window_end") <= hi)
-            if hi is not None
-            else F.lit(True)
-        )
-        sealed = tagged.filter(closed & (F.col(CNT) > 0))
-        # Rows whose count is not positive belong to no session; keep them until their key
-        # has no open session left, so a later insertion can cancel them.
-        self.buffer = None if hi is None else tagged.filter(~closed).select(*cols, "__t", CNT)
-        group = ["window_start", "window_end", *self.by]
-        out = self.reducer(sealed.select(*group, *self.values, CNT), group)
-        return out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)

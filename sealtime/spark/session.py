@@ -23,6 +23,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.unionOutputPartitioning": "false",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.sql.ansi.enabled": "false",
 }

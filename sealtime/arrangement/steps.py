@@ -1,0 +1,163 @@
+"""The kernels as Spark runs them: each reads and writes one partition's runs.
+
+Every class here is a small frozen, picklable description of one operator step
+(its spec, the arrangement directory, the version it writes); Spark ships it to the
+executors inside a `KernelTask`, and its `run` does the partition's work with the
+pure kernels of `sealtime.kernels`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..kernels.accumulate import AccumulateSpec, accumulate, empty_state
+from ..kernels.join import JoinSpec, join_step
+from ..kernels.reduce import ReduceSpec, general_reduce
+from ..kernels.top_k import TopKSpec, top_k_step
+from ..kernels.windowed import merge_partials, split_sealed
+from .partition import SpinePartition, consolidate_rows
+from .runs import bucket_name, live_buckets, partition_dir, read_run, write_run
+
+__all__ = ["AccumulateStep", "GeneralStep", "JoinStep", "SideRef", "TopKStep", "WindowedStep"]
+
+
+@dataclass(frozen=True)
+class AccumulateStep:
+    """An accumulable reduce (`sealtime.kernels.accumulate`) on an upsert arrangement."""
+
+    spec: AccumulateSpec
+    directory: str
+    version: int
+    expire: tuple[str, int] | None = None
+
+    def run(self, table: pa.Table, partition: int) -> pa.Table:
+        part = SpinePartition(
+            partition_dir(self.directory, partition),
+            self.version,
+            self.spec.keys,
+            "upsert",
+            empty=empty_state(self.spec),
+        )
+        out, new_run = accumulate(table, self.spec, part.lookup)
+        part.write(new_run, self.expire)
+        return out
+
+
+@dataclass(frozen=True)
+class GeneralStep:
+    """A general reduce (`sealtime.kernels.reduce`) or a top-k
+    (`sealtime.kernels.top_k`) on an additive arrangement of the keys' rows."""
+
+    spec: ReduceSpec | TopKSpec
+    directory: str
+    version: int
+    expire: tuple[str, int] | None = None
+
+    def run(self, table: pa.Table, partition: int) -> pa.Table:
+        part = SpinePartition(
+            partition_dir(self.directory, partition),
+            self.version,
+            self.spec.keys,
+            "additive",
+            columns=[*self.spec.keys, *self.spec.values],
+        )
+        kernel = general_reduce if isinstance(self.spec, ReduceSpec) else top_k_step
+        out, new_run = kernel(table, self.spec, part.lookup)
+        part.write(new_run, self.expire)
+        return out
+
+
+TopKStep = GeneralStep
+
+
+@dataclass(frozen=True)
+class SideRef:
+    """One join side's arrangement: its directory, the version the step reads *after*
+    (it reads ``version - 1``), and whether this step writes ``version`` (a shared
+    arrangement is written by one of the operators that read it)."""
+
+    directory: str
+    version: int
+    write: bool
+
+
+@dataclass(frozen=True)
+class JoinStep:
+    """A bilinear join (`sealtime.kernels.join`) on two additive arrangements."""
+
+    spec: JoinSpec
+    sides: tuple[SideRef, SideRef]
+    expire: tuple[str, int] | None = None
+
+    def run(self, table: pa.Table, partition: int) -> pa.Table:
+        parts = [
+            SpinePartition(
+                partition_dir(ref.directory, partition),
+                ref.version,
+                (*self.spec.keys,),
+                "additive",
+                columns=[*self.spec.keys, *self.spec.payload(s)],
+            )
+            for s, ref in enumerate(self.sides)
+        ]
+        out, runs = join_step(table, self.spec, lambda side, q: parts[side].lookup(q))
+        for ref, part, run in zip(self.sides, parts, runs):
+            if ref.write:
+                part.write(run, self.expire)
+        return out
+
+
+@dataclass(frozen=True)
+class WindowedStep:
+    """Open windows kept as bucket runs per ``window_end`` (`sealtime.kernels.windowed`).
+
+    `lo`/`hi` are the step's sealed range: buckets ending in ``(lo, hi]`` are read,
+    merged with the tick's rows for them and emitted; rows of windows ending after
+    `hi` are appended to their buckets at `version`. `merge` lists the partial
+    columns and how they combine (partials), or is empty (rows with ``__cnt``, which
+    are consolidated per distinct row).
+    """
+
+    directory: str
+    version: int
+    group: tuple[str, ...]
+    merge: tuple[tuple[str, str], ...]
+    values: tuple[str, ...]
+    lo: int
+    hi: int | None
+
+    def run(self, table: pa.Table, partition: int) -> pa.Table:
+        import pyarrow.compute as pc
+
+        directory = partition_dir(self.directory, partition)
+        columns = [*self.group, *self.values] if not self.merge else None
+        keep = [*self.group, *(c for c, _ in self.merge)] if self.merge else None
+        if keep is None:
+            keep = [c for c in table.column_names if c not in ("__p", "__q", "__m")]
+        table = table.select(keep)
+        sealed, still_open = split_sealed(table, self.hi)
+        stored = live_buckets(directory, self.version - 1)
+        parts = [sealed]
+        for bucket, paths in stored.items():
+            if bucket <= self.lo:
+                continue  # emitted by an earlier tick; its files wait for collection
+            if self.hi is None or bucket <= self.hi:
+                parts += [read_run(p).select(keep) for p in paths]
+        if self.merge:
+            out = merge_partials(parts, self.group, self.merge)
+        else:
+            rows = pa.concat_tables([p.cast(table.schema) for p in parts])
+            out = consolidate_rows(rows, self.group, columns) if rows.num_rows else rows
+            if out.num_rows:
+                out = out.filter(pc.greater(out.column("__cnt"), 0))
+        if still_open.num_rows:
+            ends = still_open.column("window_end")
+            for bucket in pc.unique(ends).to_pylist():
+                rows = still_open.filter(pc.equal(ends, bucket))
+                if not self.merge:
+                    rows = consolidate_rows(rows, self.group, columns)
+                write_run(os.path.join(directory, bucket_name(bucket, self.version)), rows)
+        return out

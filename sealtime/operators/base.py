@@ -1,0 +1,88 @@
+"""The operator contract: what the engine calls on every node of a dataflow each tick.
+
+An operator turns the updates that arrive at its inputs for the newly sealed times
+``[lo, hi)`` into its output updates for the same range (`step`). Stateful operators
+keep their state outside Python objects (arrangements on the data dir, or spilled
+frames), so `state` returns a small JSON-able description that a soft checkpoint
+records and `restore` takes back; nothing finds state by looking at attributes.
+
+Frames are lazy: `step` only builds Spark plans. The engine decides which jobs run
+(sinks, shared outputs, operators whose state must be written even when nobody reads
+their output), so a linear pipeline runs as one Spark job per tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..dataflow.plan import Node
+
+__all__ = ["Env", "Operator", "expiry"]
+
+
+@dataclass
+class Env:
+    """What an operator gets from the engine when it is built.
+
+    * `state_dir`: this operator's directory for durable state (arrangements, spills);
+    * `partitions`: the number of hash partitions of every arrangement (fixed for the
+      life of a data dir, like Materialize's replica workers);
+    * `sources`: the source runtimes (for operators that read an ingest log);
+    * `shared`: the engine-wide registry of shared arrangements.
+    """
+
+    spark: SparkSession
+    state_dir: str
+    partitions: int
+    sources: dict[int, Any]
+    #: arrangements operators share (differential's ``arrange``), by what they arrange
+    shared: dict[Any, Any] = field(default_factory=dict)
+
+
+class Operator:
+    """Base class of the runtime operators (see the module docstring).
+
+    Subclasses set `stateful` when `step` writes state that must be written every tick
+    it runs (the engine then makes sure its plan executes even without a reader).
+    """
+
+    stateful: ClassVar[bool] = False
+
+    def __init__(self, node: Node, env: Env) -> None:
+        self.node = node
+        self.env = env
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        """The output updates for ``[lo, hi)`` given each input's updates (None: none)."""
+        raise NotImplementedError
+
+    def state(self, directory: str) -> dict[str, Any]:
+        """A JSON-able description of the operator's state for a soft checkpoint;
+        anything that must be written goes under `directory`."""
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back a `state` written by a checkpoint (or ``{}``: empty state)."""
+
+    def after_tick(self, pinned: bool) -> None:
+        """The tick's jobs are done: drop files no longer needed (unless `pinned` by a
+        checkpoint)."""
+
+    def durable(self) -> None:
+        """Make the state files `state()` will refer to durable (before a checkpoint)."""
+
+    def pin(self) -> None:
+        """A checkpoint now refers to the current state: keep its files until the next."""
+
+
+def expiry(node: Node, hi: int | None) -> tuple[str, int] | None:
+    """What an operator keyed by its ``bounded_by`` column may forget after sealing
+    ``[.., hi)``: keys whose ``window_end`` is at or below `hi` (every later update has a
+    time at or above `hi`, hence a larger ``window_end``: nothing will look them up)."""
+    if node.bounded_by is None:
+        return None
+    return (node.bounded_by, hi if hi is not None else 2**62)

@@ -1,0 +1,22 @@
+"""`Inspect`: a debugging tap calling ``fn(updates, lower, upper)`` per sealed range."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+
+from .base import Operator
+
+__all__ = ["Inspect"]
+
+
+class Inspect(Operator):
+    """Hand each range's updates to Python as Arrow; the collection passes through (the
+    engine keeps the input materialised, so the tap does not run the plan twice)."""
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        d = inputs[0]
+        if d is not None:
+            self.node.params["fn"](d.toArrow(), lo, hi)
+        return d

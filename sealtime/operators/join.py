@@ -1,0 +1,148 @@
+"""`Join`: an inner equi-join at every time (bilinear, over two arrangements).
+
+Both inputs' updates of a tick go through one shuffle, tagged by side; in each
+partition the join kernel (`sealtime.kernels.join`) pairs the left updates with the
+right arrangement's rows of the same keys, the right updates with the left
+arrangement, and the updates with each other, then appends each side's updates to its
+arrangement. A tick costs O(delta + matching state + output).
+
+Arrangements are shared (differential's ``arrange``): two joins that arrange the same
+collection by the same key, and whose frontiers always agree (their inputs come from
+the same sources), read one arrangement; the first of them writes it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from ..arrangement.arrangement import Arrangement
+from ..arrangement.steps import JoinStep, SideRef
+from ..arrangement.task import KernelTask
+from ..dataflow.plan import Node
+from ..kernels.join import SIDE, JoinSpec
+from ..spark.frames import DIFF, TIME, union_all, with_system
+from .base import Env, Operator, expiry
+from .keys import KeyRouting, carriers
+
+__all__ = ["Join", "upstream_sources"]
+
+
+def upstream_sources(node: Node) -> frozenset[int]:
+    """The sources whose frontiers decide `node`'s frontier."""
+    if not node.inputs:
+        return frozenset([node.id])
+    out: frozenset[int] = frozenset()
+    for i in node.inputs:
+        out |= upstream_sources(i)
+    return out
+
+
+class Join(Operator):
+    """Inner join on ``node.params["on"]`` (see the module docstring)."""
+
+    stateful = True
+
+    def __init__(self, node: Node, env: Env) -> None:
+        super().__init__(node, env)
+        a, b = node.inputs
+        keys = list(node.params["on"])
+        probe = [env.spark.createDataFrame([], with_system(side.schema)) for side in (a, b)]
+        common = probe[0].select(*keys).unionByName(probe[1].select(*keys)).schema
+        types = {f.name: f.dataType for f in common.fields}
+        self.routing = KeyRouting(
+            keys, a.schema, env.partitions, carriers(env.spark, env.partitions), types=types
+        )
+        left = [c for c in a.columns if c not in keys]
+        right = [c for c in b.columns if c not in keys]
+        self.spec = JoinSpec(tuple(keys), tuple(left), tuple(right))
+        fields = {f.name: f.dataType for f in (*a.schema.fields, *b.schema.fields)}
+        self.sides: list[list[Column]] = []
+        for s, (side, own) in enumerate(((a, left), (b, right))):
+            routing = KeyRouting(
+                keys, side.schema, env.partitions, carriers(env.spark, env.partitions), types=types
+            )
+            cols = [F.lit(s).cast("byte").alias(SIDE), *routing.key_exprs]
+            for c in (*left, *right):
+                cols.append(F.col(c) if c in own else F.lit(None).cast(fields[c]).alias(c))
+            row_hash = F.xxhash64(*routing.key_values, *[F.col(c) for c in own])
+            cols += [row_hash.alias("__r"), F.col(TIME), F.col(DIFF), *routing.derived]
+            self.sides.append(cols)
+        routed = probe[0].select(*self.sides[0])
+        self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
+        out_fields = [self.input_arrow.field(c) for c in (*keys, *left, *right)]
+        self.output_arrow = pa.schema(
+            out_fields + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())]
+        )
+        self.output_spark = from_arrow_schema(self.output_arrow)
+        out_types = {f.name: f.dataType for f in node.schema.fields}
+        self.finalize = [F.col(c).cast(out_types[c]) for c in node.columns] + [TIME, DIFF]
+        self.refs: list[tuple[Arrangement, bool]] = [
+            env_arrangement(env, node, side, keys, own, port)
+            for port, (side, own) in enumerate(((a, left), (b, right)))
+        ]
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        if all(d is None for d in inputs):
+            return None
+        parts = [d.select(*cols) for d, cols in zip(inputs, self.sides) if d is not None]
+        refs = []
+        for arrangement, writer in self.refs:
+            if writer:
+                refs.append(SideRef(arrangement.directory, arrangement.advance(), True))
+            else:
+                refs.append(SideRef(arrangement.directory, arrangement.read_version + 1, False))
+        task = KernelTask(
+            JoinStep(self.spec, (refs[0], refs[1]), expiry(self.node, hi)),
+            self.input_arrow,
+            self.output_arrow,
+        )
+        routed = self.routing.route(union_all(parts))
+        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
+
+    def state(self, directory: str) -> dict[str, Any]:
+        return {
+            "sides": [a.state() if writer else None for a, writer in self.refs],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        sides = state.get("sides", [{}, {}])
+        for (arrangement, writer), side in zip(self.refs, sides):
+            if writer:
+                arrangement.restore(side or {})
+
+    def after_tick(self, pinned: bool) -> None:
+        for arrangement, writer in self.refs:
+            if writer:
+                arrangement.finish_tick()
+
+    def durable(self) -> None:
+        for arrangement, writer in self.refs:
+            if writer:
+                arrangement.durable()
+
+    def pin(self) -> None:
+        for arrangement, writer in self.refs:
+            if writer:
+                arrangement.pin()
+
+
+def env_arrangement(
+    env: Env, node: Node, side: Node, keys: list[str], own: list[str], port: int
+) -> tuple[Arrangement, bool]:
+    """The arrangement of `side` by `keys` for this join: a shared one when another join
+    with the same frontier arranged the same collection the same way (it writes it)."""
+    key = (side.id, tuple(keys), tuple(own), upstream_sources(node))
+    shared = env.shared.get(key)
+    if shared is not None:
+        return shared, False
+    directory = os.path.join(env.state_dir, f"side{port}")
+    arrangement = Arrangement(directory, env.partitions)
+    env.shared[key] = arrangement
+    return arrangement, True

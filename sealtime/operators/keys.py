@@ -1,0 +1,129 @@
+"""Key columns on Spark: how a keyed operator routes its updates to arrangement partitions.
+
+Every keyed operator projects its input to the normalised key columns plus derived
+columns, then shuffles:
+
+* ``__h = xxhash64(key)`` — the 64-bit hash kernels sort and search by;
+* ``__p = pmod(hash(key), P)`` — the arrangement partition of the key;
+* ``__q`` — a *carrier*: an int whose Murmur3 hash lands in partition ``__p``, so
+  ``repartition(P, __q)`` puts exactly the rows of arrangement partition p in Spark
+  partition p;
+* ``__m`` — false for updates, true for the one *marker* row per partition that is
+  added to every shuffle, so that every partition's task runs (and knows its
+  partition) even when the tick has no update for it.
+
+Kernels take their partition from ``__p`` in the data, never from Spark's task index:
+a task that computes a kernel inside a union of stages has an index offset by the
+union's other inputs. Float keys are normalised first (``-0.0`` is ``0.0``), as Spark
+does for grouping and joins, so that equal keys always meet in one partition. An
+operator without keys (a global aggregate) groups by an internal constant key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..arrangement.task import MARKER, PARTITION
+from ..kernels.keyed import HASH
+
+__all__ = ["ALL_KEY", "CARRIER", "KeyRouting", "carriers"]
+
+ALL_KEY = "__all"
+CARRIER = "__q"
+_CARRIERS: dict[tuple[int, str], list[int]] = {}
+
+
+def carriers(spark: SparkSession, partitions: int, dtype: str = "int") -> list[int]:
+    """For each partition p, a value of `dtype` (``int`` or ``long``) whose Murmur3 hash
+    (Spark's ``hash``, which ``repartition`` uses) is p modulo `partitions`. Computed once
+    per process by a small Spark job (the hash is fixed: seed 42)."""
+    key = (partitions, dtype)
+    if key not in _CARRIERS:
+        ids = F.col("id").cast(dtype)
+        rows = (
+            spark.range(0, 256 * partitions)
+            .select(F.pmod(F.hash(ids), F.lit(partitions)).alias("p"), ids.alias("c"))
+            .groupBy("p")
+            .agg(F.min("c").alias("c"))
+            .collect()
+        )
+        found = {r.p: r.c for r in rows}
+        if len(found) != partitions:
+            raise RuntimeError(f"no carrier values for all {partitions} partitions")
+        _CARRIERS[key] = [found[p] for p in range(partitions)]
+    return _CARRIERS[key]
+
+
+class KeyRouting:
+    """The key expressions of one operator (built once, reused every tick).
+
+    `keys` are column names of `schema`; `partitions` is the arrangement's P.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        schema: T.StructType,
+        partitions: int,
+        carriers_of: Sequence[int],
+        types: dict[str, T.DataType] | None = None,
+    ) -> None:
+        self.user_keys = list(keys)
+        self.keys = list(keys) or [ALL_KEY]
+        self.partitions = partitions
+        fields = {f.name: f.dataType for f in schema.fields}
+        values: list[Column] = []
+        for k in self.user_keys:
+            dtype = (types or {}).get(k, fields[k])
+            c = F.col(k) if dtype == fields[k] else F.col(k).cast(dtype)
+            if isinstance(dtype, (T.FloatType, T.DoubleType)):
+                c = F.when(c == 0, F.lit(0.0).cast(dtype)).otherwise(c)
+            values.append(c)
+        if not self.user_keys:
+            values.append(F.lit(0))
+        #: the key expressions, unnamed (to build hashes in the same projection) and named
+        self.key_values = values
+        self.key_exprs = [c.alias(k) for c, k in zip(values, self.keys)]
+        # The hashes over the same expressions, so that one projection computes all.
+        partition = F.pmod(F.hash(*values), F.lit(partitions))
+        self.carriers = carriers_of
+        carrier_array = F.array(*[F.lit(c).cast("int") for c in carriers_of])
+        self.derived = [
+            F.xxhash64(*values).alias(HASH),
+            partition.alias(PARTITION),
+            F.element_at(carrier_array, partition + 1).alias(CARRIER),
+            F.lit(False).alias(MARKER),
+        ]
+        self._markers: dict[str, DataFrame] = {}
+
+    def route(self, projected: DataFrame) -> DataFrame:
+        """Shuffle a frame holding the key columns and `derived` to its partitions, with
+        one marker row per partition."""
+        return projected.unionByName(self.markers(projected)).repartition(
+            self.partitions, F.col(CARRIER)
+        )
+
+    def markers(self, like: DataFrame) -> DataFrame:
+        """One row per partition with `like`'s columns: nulls, except ``__p``, ``__q``,
+        ``__m`` (true) and zero ``_time``/``_diff``. Built once per schema."""
+        key = like.schema.json()
+        if key not in self._markers:
+            spark = like.sparkSession
+            carrier_array = F.array(*[F.lit(c).cast("int") for c in self.carriers])
+            special = {
+                PARTITION: F.col("id").cast("int"),
+                CARRIER: F.element_at(carrier_array, F.col("id").cast("int") + 1),
+                MARKER: F.lit(True),
+                "_time": F.lit(0).cast("long"),
+                "_diff": F.lit(0).cast("long"),
+            }
+            cols = [
+                special.get(f.name, F.lit(None).cast(f.dataType)).alias(f.name)
+                for f in like.schema.fields
+            ]
+            self._markers[key] = spark.range(self.partitions).select(*cols)
+        return self._markers[key]

@@ -1,0 +1,34 @@
+"""`SourceRead` and `SourceOutput`: a source's updates, read from its ingest log.
+
+A source's rows reach the dataflow only through its log (logging precedes
+propagation): each tick reads the log entries whose times fall in ``[lo, hi)``. The
+``late``, ``errors`` and ``health`` outputs read the same log, so they add no work to
+the main path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+
+from .base import Operator
+
+__all__ = ["SourceOutput", "SourceRead"]
+
+
+class SourceRead(Operator):
+    """The source's main output."""
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        data = self.node.columns
+        return self.env.sources[self.node.id].frame(self.env.spark, "main", lo, hi, data)
+
+
+class SourceOutput(Operator):
+    """One of the source's side outputs (``late``, ``errors``, ``health``)."""
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        source = self.node.inputs[0]
+        which = self.node.params["output"]
+        return self.env.sources[source.id].frame(self.env.spark, which, lo, hi, source.columns)

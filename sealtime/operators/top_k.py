@@ -1,0 +1,111 @@
+"""`TopK`: the first k rows per key at every time (differential top-k).
+
+The arrangement is additive: every key's rows with their multiplicities. Per tick the
+top-k kernel (`sealtime.kernels.top_k`) ranks the touched keys' rows once in the
+operator's order and answers the top k at each of the key's times with a per-slot
+top-k over the rows' presence intervals; the output is the change in copies of each
+row in the top k. Ties are broken by the union priority column, then by the other
+columns, then by a hash of the row, so the result never depends on arrival order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from ..arrangement.arrangement import Arrangement
+from ..arrangement.steps import GeneralStep
+from ..arrangement.task import KernelTask
+from ..dataflow.plan import Node
+from ..kernels.top_k import TopKSpec
+from ..spark.frames import DIFF, TIME, with_system
+from .base import Env, Operator, expiry
+from .keys import KeyRouting, carriers
+
+__all__ = ["TopK"]
+
+_UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
+
+
+class TopK(Operator):
+    """``top_k(by=..., order_by=..., k=...)`` over a non-windowed collection."""
+
+    stateful = True
+
+    def __init__(self, node: Node, env: Env) -> None:
+        super().__init__(node, env)
+        src = node.inputs[0]
+        p = node.params
+        keys = list(p["by"])
+        self.routing = KeyRouting(
+            keys, src.schema, env.partitions, carriers(env.spark, env.partitions)
+        )
+        self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
+        values = [f.name for f in src.schema.fields if f.name not in keys]
+        order = tuple((o.column, o.ascending) for o in p["order_by"])
+        for column, _ in order:
+            if column in keys:
+                raise ValueError(
+                    f"top_k(order_by={column!r}): {column!r} is a key (by=) column; every row "
+                    "of a group has the same value there, so it cannot order them"
+                )
+        ordered = {c for c, _ in order}
+        priority = src.priority_column
+        tie = [priority] if priority and priority not in ordered and priority in values else []
+        tie += [
+            f.name
+            for f in src.schema.fields
+            if f.name in values
+            and f.name not in ordered
+            and f.name != priority
+            and not isinstance(f.dataType, _UNORDERABLE)
+        ]
+        self.spec = TopKSpec(tuple(self.routing.keys), tuple(values), order, tuple(tie), p["k"])
+        raw = [F.col(c) for c in values]
+        row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
+        self.prep = [*self.routing.key_exprs, *raw, TIME, DIFF, *self.routing.derived, row_hash]
+        probe = env.spark.createDataFrame([], with_system(src.schema))
+        routed = probe.select(*self.prep)
+        self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
+        import pyarrow as pa
+
+        out = [self.input_arrow.field(c) for c in (*self.routing.keys, *values)]
+        self.output_arrow = pa.schema(
+            [*out, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())]
+        )
+        self.output_spark = from_arrow_schema(self.output_arrow)
+        types = {f.name: f.dataType for f in node.schema.fields}
+        self.finalize = [F.col(c).cast(types[c]) for c in node.columns] + [TIME, DIFF]
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        d = inputs[0]
+        if d is None:
+            return None
+        version = self.arrangement.advance()
+        task = KernelTask(
+            GeneralStep(self.spec, self.arrangement.directory, version, expiry(self.node, hi)),
+            self.input_arrow,
+            self.output_arrow,
+        )
+        routed = self.routing.route(d.select(*self.prep))
+        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
+
+    def state(self, directory: str) -> dict:
+        return self.arrangement.state()
+
+    def restore(self, state: dict) -> None:
+        self.arrangement.restore(state)
+
+    def after_tick(self, pinned: bool) -> None:
+        self.arrangement.finish_tick()
+
+    def durable(self) -> None:
+        self.arrangement.durable()
+
+    def pin(self) -> None:
+        self.arrangement.pin()

@@ -1,0 +1,227 @@
+"""`WindowedReduce`: an aggregate or top-k per tumbling/sliding window, emitted once,
+when the window is sealed (at ``window_end - 1``).
+
+State is the open windows only, kept as bucket runs per ``window_end`` in each hash
+partition (`sealtime.arrangement.steps.WindowedStep`): a tick appends its updates for
+windows still open and merges the windows it seals with their buckets. For append-only
+input and decomposable aggregates (count, sum, avg, min, max), Spark first combines the
+tick's rows into one partial aggregate per (window, key), map-side, and the shuffle
+that groups them is the one that routes them to their partition; otherwise the rows
+themselves are kept (with multiplicities) and Spark's reducer runs over each sealed
+window's rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from ..arrangement.arrangement import Arrangement
+from ..arrangement.partition import CNT as ROW_CNT
+from ..arrangement.steps import WindowedStep
+from ..arrangement.task import MARKER, PARTITION, KernelTask
+from ..dataflow.plan import Node
+from ..dataflow.windows import Sliding, Tumbling
+from ..kernels.keyed import HASH
+from ..spark.frames import CNT, DIFF, TIME, union_all, with_system
+from ..spark.reduce import AggregateReducer, TopKReducer
+from .base import Env, Operator
+from .keys import KeyRouting, carriers
+
+__all__ = ["MAX_DEFERRED", "WindowedReduce"]
+
+_WINDOW = ("window_start", "window_end")
+#: ticks a windowed aggregate may defer its updates while no window can be sealed
+MAX_DEFERRED = 32
+_RECOMPUTABLE = ("map", "window", "negate", "consolidate")
+
+
+def _log_derived(node: Node) -> bool:
+    """Is `node`'s output a plan over its sources' ingest logs alone (stateless operators
+    on a single input)? Such a tick's updates can be computed again later from the log."""
+    while node.kind in _RECOMPUTABLE:
+        node = node.inputs[0]
+    return node.kind in ("source", "source_output")
+
+
+class WindowedReduce(Operator):
+    """Windowed aggregate / top-k over tumbling or sliding windows."""
+
+    stateful = True
+
+    def __init__(self, node: Node, env: Env) -> None:
+        super().__init__(node, env)
+        src = node.inputs[0]
+        p = node.params
+        self.spec = src.window
+        by = [c for c in p["by"] if c not in _WINDOW]
+        self.group = [*_WINDOW, *by]
+        if p["what"] == "aggregate":
+            self.reducer: Any = AggregateReducer(p["aggregates"], src.schema)
+            values = self.reducer.value_columns
+        else:
+            self.reducer = TopKReducer(
+                p["k"], p["order_by"], src.schema, self.group, src.priority_column
+            )
+            values = [c for c in src.columns if c not in self.group]
+        self.values = [c for c in values if c not in self.group]
+        self.partial = (
+            src.monotonic
+            and isinstance(self.reducer, AggregateReducer)
+            and self.reducer.decomposable
+        )
+        self.routing = KeyRouting(
+            self.group, src.schema, env.partitions, carriers(env.spark, env.partitions)
+        )
+        self.arrangement = Arrangement(os.path.join(env.state_dir, "windows"), env.partitions)
+        self.last_hi: int | None = None
+        self.deferrable = _log_derived(src)
+        self.deferred: list[DataFrame] = []
+        self._marker_frame: DataFrame | None = None
+        probe = env.spark.createDataFrame([], with_system(src.schema))
+        routed = self._prepare(probe)
+        self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
+        if self.partial:
+            partial_cols = [c for c in routed.columns if c not in (*self.group, PARTITION, MARKER)]
+            self.merge = tuple(
+                (c, "min" if self._is_min(c) else "max" if c.startswith("__m_") else "sum")
+                for c in partial_cols
+            )
+            out = [*self.group, *partial_cols]
+        else:
+            self.merge = ()
+            out = [*self.group, *self.values, HASH, "__r", ROW_CNT]
+        self.output_arrow = pa.schema([self.input_arrow.field(c) for c in out])
+        self.output_spark = from_arrow_schema(self.output_arrow)
+
+    def _is_min(self, column: str) -> bool:
+        name = column[len("__m_") :]
+        return column.startswith("__m_") and self.reducer.aggs[name].kind == "min"
+
+    def _prepare(self, delta: DataFrame) -> DataFrame:
+        """The tick's updates as the kernel's input, shuffled to their partitions."""
+        if self.partial:
+            keyed = delta.select(*self.routing.key_exprs, *self.values, TIME, DIFF)
+            keyed = keyed.unionByName(self._markers(keyed))
+            partials = self.reducer.partials(keyed, self.group, DIFF)
+            # The aggregate's own shuffle (map-side combined) routes each (window, key) to
+            # its partition; the markers' groups (window_end null) mark every partition.
+            partition = F.pmod(F.hash(*[F.col(k) for k in self.group]), F.lit(self.env.partitions))
+            marker = F.col("window_end").isNull()
+            return partials.select("*", partition.alias(PARTITION), marker.alias(MARKER))
+        raw = [F.col(c) for c in self.values]
+        row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
+        rows = delta.select(
+            *self.routing.key_exprs,
+            *raw,
+            row_hash,
+            F.col(DIFF).alias(ROW_CNT),
+            *self.routing.derived,
+        )
+        return self.routing.route(rows)
+
+    def _markers(self, like: DataFrame) -> DataFrame:
+        """One row per partition whose group lands in that partition of the aggregate's
+        shuffle: ``window_start`` a carrier (hashing alone to p), everything else null."""
+        if self._marker_frame is None:
+            spark = like.sparkSession
+            longs = carriers(spark, self.env.partitions, "long")
+            array = F.array(*[F.lit(c).cast("long") for c in longs])
+            special = {
+                "window_start": F.element_at(array, F.col("id").cast("int") + 1),
+                TIME: F.lit(0).cast("long"),
+                DIFF: F.lit(0).cast("long"),
+            }
+            cols = [
+                special.get(f.name, F.lit(None).cast(f.dataType)).alias(f.name)
+                for f in like.schema.fields
+            ]
+            self._marker_frame = spark.range(self.env.partitions).select(*cols)
+        return self._marker_frame
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        d = inputs[0]
+        may_close = self._may_close(hi)
+        self.last_hi = hi
+        if not may_close and self.deferrable and hi is not None:
+            # No window can be sealed in this tick: keep the updates as a lazy plan over
+            # the log and fold them into the tick that seals a window (or a checkpoint).
+            if d is not None:
+                self.deferred.append(d)
+            if len(self.deferred) < MAX_DEFERRED:
+                return None
+        parts = [*self.deferred, *([d] if d is not None else [])]
+        self.deferred = []
+        if not parts and not may_close:
+            return None
+        return self._run(parts, lo, hi)
+
+    def _run(self, parts: list[DataFrame], lo: int, hi: int | None) -> DataFrame:
+        """The kernel's plan over `parts`: emit the windows ending in ``(lo, hi]``, append
+        the rest to their buckets."""
+        d = union_all(parts)
+        if d is None:
+            d = self.env.spark.createDataFrame([], with_system(self.node.inputs[0].schema))
+        version = self.arrangement.advance()
+        step = WindowedStep(
+            self.arrangement.directory,
+            version,
+            tuple(self.group),
+            self.merge,
+            tuple(self.values),
+            lo,
+            hi,
+        )
+        task = KernelTask(step, self.input_arrow, self.output_arrow)
+        merged = self._prepare(d).mapInArrow(task, self.output_spark)
+        if self.partial:
+            out = self.reducer.finalize(merged, self.group)
+        else:
+            rows = merged.select(*self.group, *self.values, F.col(ROW_CNT).alias(CNT))
+            out = self.reducer(rows, self.group)
+        out = out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
+        return out.select(*self.node.columns, TIME, DIFF)
+
+    def _may_close(self, hi: int | None) -> bool:
+        """Can a window end in ``(previous hi, hi]``? When no window boundary of the spec
+        falls in that range, nothing can be sealed."""
+        lo = self.last_hi
+        if hi is None or lo is None:
+            return True
+        if isinstance(self.spec, Tumbling):
+            period, phase = self.spec.size, self.spec.offset
+        elif isinstance(self.spec, Sliding):
+            period, phase = self.spec.slide, self.spec.size % self.spec.slide
+        else:
+            return True
+        return (hi - phase) // period > (lo - phase) // period
+
+    def state(self, directory: str) -> dict[str, Any]:
+        return {**self.arrangement.state(), "last_hi": self.last_hi}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.arrangement.restore(state)
+        self.last_hi = state.get("last_hi")
+
+    def after_tick(self, pinned: bool) -> None:
+        self.arrangement.finish_tick(emitted=self.last_hi)
+
+    def durable(self) -> None:
+        if self.deferred:
+            # A checkpoint records the buckets, so the deferred updates go into them now
+            # (no window can be sealed by them: nothing is emitted).
+            hi = self.last_hi
+            assert hi is not None
+            parts, self.deferred = self.deferred, []
+            self._run(parts, hi, hi).write.format("noop").mode("overwrite").save()
+            self.arrangement.finish_tick(emitted=hi)
+        self.arrangement.durable()
+
+    def pin(self) -> None:
+        self.arrangement.pin()

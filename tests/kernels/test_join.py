@@ -1,0 +1,98 @@
+"""The join kernel against a brute-force join, over several ticks through real
+additive spine partitions, with collisions forced by a weak hash."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from sealtime.arrangement.partition import SpinePartition
+from sealtime.kernels.join import JoinSpec, join_step
+from tests.conftest import examples
+
+SPEC = JoinSpec(keys=("k",), left=("a",), right=("b",))
+KEYS = ["x", "y", "zz", None]
+
+
+@hs.composite
+def ticks(draw):
+    out, live, t0 = [], [], 0
+    for _ in range(draw(hs.integers(1, 5))):
+        rows = []
+        span = draw(hs.integers(1, 3))
+        for _ in range(draw(hs.integers(0, 7))):
+            t = t0 + draw(hs.integers(0, span - 1))
+            if live and draw(hs.booleans()):
+                side, k, v, t_in = live.pop(draw(hs.integers(0, len(live) - 1)))
+                rows.append((side, k, v, max(t, t_in), -1))
+            else:
+                side = draw(hs.integers(0, 1))
+                k = draw(hs.sampled_from(KEYS))
+                v = draw(hs.integers(0, 3))
+                rows.append((side, k, v, t, 1))
+                live.append((side, k, v, t))
+        out.append(rows)
+        t0 += span
+    return out
+
+
+def run(all_ticks, hash_fn):
+    dirs = [tempfile.mkdtemp(), tempfile.mkdtemp()]
+    outputs = []
+    for version, rows in enumerate(all_ticks, start=1):
+        parts = [SpinePartition(d, version, ["k"], "additive") for d in dirs]
+        delta = pa.table(
+            {
+                "__side": pa.array([r[0] for r in rows], pa.int8()),
+                "__h": pa.array([hash_fn(r[1]) for r in rows], pa.int64()),
+                "__r": pa.array([hash((r[1], r[2])) & 0xFF for r in rows], pa.int64()),
+                "k": pa.array([r[1] for r in rows], pa.string()),
+                "a": pa.array([r[2] if r[0] == 0 else None for r in rows], pa.int64()),
+                "b": pa.array([r[2] if r[0] == 1 else None for r in rows], pa.int64()),
+                "_time": pa.array([r[3] for r in rows], pa.int64()),
+                "_diff": pa.array([r[4] for r in rows], pa.int64()),
+            }
+        )
+        out, runs = join_step(delta, SPEC, lambda side, q, parts=parts: parts[side].lookup(q))
+        for part, new in zip(parts, runs):
+            part.write(new)
+        outputs.append(out)
+    return pa.concat_tables(outputs)
+
+
+def brute(all_ticks, t):
+    rows = [r for tick in all_ticks for r in tick if r[3] <= t]
+    sides = [Counter(), Counter()]
+    for side, k, v, _, d in rows:
+        sides[side][(k, v)] += d
+    out = Counter()
+    for (ka, a), ca in sides[0].items():
+        for (kb, b), cb in sides[1].items():
+            if ka == kb and ka is not None and ca and cb:
+                out[(ka, a, b)] += ca * cb
+    return Counter({k: v for k, v in out.items() if v})
+
+
+def accumulated(out, t):
+    acc = Counter()
+    for r in out.to_pylist():
+        if r["_time"] <= t:
+            acc[(r["k"], r["a"], r["b"])] += r["_diff"]
+    return Counter({k: v for k, v in acc.items() if v})
+
+
+@settings(max_examples=examples(ci=300, dev=100), deadline=None)
+@given(all_ticks=ticks(), weak=hs.booleans())
+def test_join_matches_brute_force_at_every_time(all_ticks, weak):
+    def hash_fn(k):
+        if weak:
+            return 0 if k is None else len(k) % 2
+        return hash(k) & 0xFFFFFF
+
+    out = run(all_ticks, hash_fn)
+    for t in range(0, 16):
+        assert accumulated(out, t) == brute(all_ticks, t), t
