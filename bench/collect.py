@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ["progress", "windows", "durability", "pubsub"]
+ORDER = ["progress", "windows", "nexmark", "state_growth", "latency", "durability", "pubsub"]
 
 
 def main() -> int:
