@@ -1,11 +1,15 @@
-"""`KernelTask`: the function Spark runs (``mapInArrow``) for one partition of a step.
+"""`KernelTask`: the function Spark runs (``mapInArrow``) for one task of a step.
 
-It gathers the partition's Arrow batches, finds which arrangement partition they belong
-to (``__p``; every partition's shuffle carries one marker row, so a partition without
-updates still runs and knows who it is), checks that they all belong to the same one (a
-setting that re-partitions behind sealtime's back would otherwise mix partitions
-silently), drops the marker, runs the kernel (which reads and writes the partition's
-runs), and returns the output in the declared schema.
+A task gets the rows of one or more whole arrangement partitions (``__p``): the shuffle
+puts each partition in one Spark partition, and the operator may coalesce Spark
+partitions so that a step runs as many Python tasks as there are cores, not one per
+arrangement partition (each Python task costs tens of milliseconds of fixed overhead).
+Every partition's shuffle carries exactly one marker row, so a partition without
+updates still runs and its task knows it is there. A task checks that each partition it
+sees has its marker: a setting that splits a partition among tasks behind sealtime's
+back (adaptive skew splitting) would otherwise run the kernel on half a partition
+silently. It then drops the markers and runs the kernel once per partition (each reads
+and writes that partition's runs), and returns the outputs in the declared schema.
 
 Spark's task index is not used: a task that computes a kernel inside a union of stages
 has an index offset by the union's other inputs.
@@ -43,26 +47,58 @@ class KernelTask:
     output_schema: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        _freeze_imports()
         got = list(batches)
         if not got:
             return  # not one of the step's partitions (no marker reached this task)
         table = pa.Table.from_batches(got)
         if not table.num_rows:
             return
-        parts = np.unique(np.asarray(table.column(PARTITION).to_numpy()))
-        if len(parts) != 1:
+        part = np.asarray(table.column(PARTITION).to_numpy(zero_copy_only=False))
+        marked = np.asarray(
+            pc.fill_null(table.column(MARKER), False).to_numpy(zero_copy_only=False), bool
+        )
+        present = np.unique(part)
+        missing = np.setdiff1d(present, part[marked])
+        if len(missing):
             raise RuntimeError(
-                f"sealtime {type(self.kernel).__name__}: rows of arrangement partitions "
-                f"{parts.tolist()} reached one task; arrangements need Spark to keep hash "
-                "partitions as they are: set spark.sql.adaptive.enabled=false and "
+                f"sealtime {type(self.kernel).__name__}: a task got rows of arrangement "
+                f"partitions {missing.tolist()} without their markers, so those partitions "
+                "were split among tasks; arrangements need Spark to keep hash partitions "
+                "whole: set spark.sql.adaptive.enabled=false and "
                 "spark.sql.unionOutputPartitioning=false (the engine sets both)"
             )
-        partition = int(parts[0])
-        if MARKER in table.column_names:
-            table = table.filter(pc.invert(pc.fill_null(table.column(MARKER), False)))
-        out = self.kernel.run(table, partition)
-        out = conform(out, self.output_schema)
-        yield from out.to_batches(max_chunksize=_BATCH)
+        table = table.filter(pa.array(~marked))
+        part = part[~marked]
+        if len(present) == 1:
+            outs = [self.kernel.run(table, int(present[0]))]
+        else:
+            order = np.argsort(part, kind="stable")
+            cuts = np.searchsorted(part[order], present, side="left").tolist() + [len(order)]
+            rows = pa.array(order)
+            outs = [
+                self.kernel.run(table.take(rows[a:b]), int(p))
+                for p, a, b in zip(present.tolist(), cuts[:-1], cuts[1:])
+            ]
+        for out in outs:
+            yield from conform(out, self.output_schema).to_batches(max_chunksize=_BATCH)
+
+
+_FROZEN = False
+
+
+def _freeze_imports() -> None:
+    """Move what the Python worker holds before its first kernel (pyspark, pyarrow,
+    numpy, pandas: hundreds of thousands of objects) out of the garbage collector's
+    reach. PySpark's reused workers run a full ``gc.collect()`` after every task, which
+    otherwise scans all of it each time (~50-100 ms per task, measured on this
+    project's 2-core machine), while the next task waits for the worker."""
+    global _FROZEN
+    if not _FROZEN:
+        import gc
+
+        gc.freeze()
+        _FROZEN = True
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

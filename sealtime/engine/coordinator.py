@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dataflow.plan import Node
-from ..operators import Env, Operator, build
+from ..operators import Env, Operator, build, kernel_tasks
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore
 from .bindings import Binding, BindingLog
@@ -101,6 +101,10 @@ class Engine:
                 self.consumers[node.inputs[0].id] += 1
         for node, _ in flow._sinks:
             self.consumers[node.id] += 1
+        #: outputs whose plan runs a kernel (a stateful operator upstream): worth caching
+        #: when read twice. Others are scans and expressions over the log, which Spark
+        #: recomputes per reader with column pruning for less than caching wide rows.
+        self.runs_kernel: dict[int, bool] = {}
 
         # Durable state: the bindings (remap collection) and checkpoints of this dataflow.
         self.log = BindingLog(flow.metadata_store, flow.name)
@@ -138,6 +142,7 @@ class Engine:
                     replay=self.replay is not None,
                 )
         shared: dict[Any, Any] = {}
+        tasks = kernel_tasks(self.spark.sparkContext.master, self.partitions)
         for node in self.nodes:
             env = Env(
                 spark=self.spark,
@@ -145,8 +150,12 @@ class Engine:
                 partitions=self.partitions,
                 sources=self.sources,
                 shared=shared,
+                tasks=tasks,
             )
             self.ops[node.id] = build(node, env)
+            self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
+                self.runs_kernel[i.id] for i in node.inputs
+            )
         self.spill = SpillStore(self.spark, os.path.join(flow.data_dir, "spill", "pending"))
         self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
@@ -223,7 +232,7 @@ class Engine:
                 # Traces are read after the tick: compute the output now, once.
                 out = self._checkpoint(out)
                 materialised.add(node.id)
-            elif out is not None and self.consumers[node.id] > 1:
+            elif out is not None and self.consumers[node.id] > 1 and self.runs_kernel[node.id]:
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted.append(out)
             if out is not None and self.flow.record:

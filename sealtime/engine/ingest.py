@@ -596,7 +596,7 @@ class SourceRuntime:
             parts.append(df)
         linked = [f for f in entries if f.linked]
         if linked:
-            parts.extend(self._linked_frames(spark, which, linked, data, cols))
+            parts.extend(self._linked_frames(spark, which, linked, data, cols, lo, hi))
         cond = F.col("_time") >= lo
         if hi is not None:
             cond = cond & (F.col("_time") < hi)
@@ -605,7 +605,9 @@ class SourceRuntime:
             out = out.unionByName(part.filter(cond))
         return out
 
-    def _linked_frames(self, spark, which: str, entries: list[LogFile], data, cols) -> list:
+    def _linked_frames(
+        self, spark, which: str, entries: list[LogFile], data, cols, lo: int, hi: int | None
+    ) -> list:
         """Spark frames over linked entries: ``_time`` from the event-time column, ``_diff``
         1; rows listed in an entry's late sidecar go to ``late`` (at their bound) instead
         of ``main``. Whole files without late rows are read in one scan, without the row
@@ -628,6 +630,27 @@ class SourceRuntime:
                 "_time"
             )
 
+        def in_range(e: LogFile, df):
+            # The range again on the stored column itself, which Spark pushes down to the
+            # Parquet reader: row groups whose times all lie outside it are skipped (the
+            # frame's filter on ``_time`` stays the exact one).
+            if e.fixed_time is not None:
+                return df
+            c = F.col(e.time_column)
+            typ = self.source.schema.field(e.time_column).type
+            if pa.types.is_timestamp(typ):
+                bound = lambda t: F.timestamp_millis(F.lit(t))  # noqa: E731
+            elif pa.types.is_integer(typ):
+                bound = F.lit
+            else:
+                return df
+            # (bounds beyond what a timestamp can hold, like the least time, filter nothing)
+            if abs(lo) < 10**15:
+                df = df.filter(c >= bound(lo))
+            if hi is not None and abs(hi) < 10**15:
+                df = df.filter(c < bound(hi))
+            return df
+
         parts = []
         rest = entries
         if which == "main":
@@ -638,7 +661,7 @@ class SourceRuntime:
             for e in whole:
                 by_stamp.setdefault(e.fixed_time, []).append(e)
             for group in by_stamp.values():
-                df = spark.read.schema(schema).parquet(*[e.path for e in group])
+                df = in_range(group[0], spark.read.schema(schema).parquet(*[e.path for e in group]))
                 parts.append(df.select(*data, event_time(group[0]), one))
             rest = [e for e in entries if e not in whole]
         for e in rest:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..dataflow.plan import Node
 from ..dataflow.windows import Session
-from .base import Env, Operator
+from .base import Env, Operator, kernel_tasks
 from .consolidate import Consolidate
 from .inspect import Inspect
 from .join import Join
@@ -31,7 +31,7 @@ from .union import Union
 from .window import AssignWindows
 from .windowed_reduce import WindowedReduce
 
-__all__ = ["Env", "Operator", "build"]
+__all__ = ["Env", "Operator", "build", "kernel_tasks"]
 
 _STATELESS = {
     "source": SourceRead,

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..dataflow.plan import Node
 
-__all__ = ["Env", "Operator", "expiry"]
+__all__ = ["Env", "Operator", "expiry", "kernel_tasks"]
 
 
 @dataclass
@@ -32,7 +32,9 @@ class Env:
     * `partitions`: the number of hash partitions of every arrangement (fixed for the
       life of a data dir, like Materialize's replica workers);
     * `sources`: the source runtimes (for operators that read an ingest log);
-    * `shared`: the engine-wide registry of shared arrangements.
+    * `shared`: the engine-wide registry of shared arrangements;
+    * `tasks`: how many Spark tasks a kernel step runs in (None: one per partition);
+      see `kernel_tasks`.
     """
 
     spark: SparkSession
@@ -41,6 +43,32 @@ class Env:
     sources: dict[int, Any]
     #: arrangements operators share (differential's ``arrange``), by what they arrange
     shared: dict[Any, Any] = field(default_factory=dict)
+    tasks: int | None = None
+
+
+def kernel_tasks(master: str, partitions: int) -> int | None:
+    """How many Python tasks a kernel step should run in on `master`.
+
+    Every Python task costs a fixed tens of milliseconds, so in local mode a step runs
+    in as many tasks as there are cores (each taking whole arrangement partitions),
+    not in one per partition. On a cluster each partition keeps its own task (None),
+    so that the work spreads over the executors.
+
+    >>> kernel_tasks("local[2]", 4), kernel_tasks("local", 4), kernel_tasks("local[8]", 4)
+    (2, 1, 4)
+    >>> kernel_tasks("spark://host:7077", 4) is None
+    True
+    """
+    import os
+    import re
+
+    if master == "local":
+        return 1
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master)
+    if m is None:
+        return None
+    cores = (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+    return min(max(1, cores), partitions)
 
 
 class Operator:

@@ -29,7 +29,7 @@ from ..dataflow.plan import Node
 from ..kernels.join import SIDE, JoinSpec
 from ..spark.frames import DIFF, TIME, union_all, with_system
 from .base import Env, Operator, expiry
-from .keys import KeyRouting, carriers
+from .keys import KeyRouting
 
 __all__ = ["Join", "upstream_sources"]
 
@@ -56,18 +56,14 @@ class Join(Operator):
         probe = [env.spark.createDataFrame([], with_system(side.schema)) for side in (a, b)]
         common = probe[0].select(*keys).unionByName(probe[1].select(*keys)).schema
         types = {f.name: f.dataType for f in common.fields}
-        self.routing = KeyRouting(
-            keys, a.schema, env.partitions, carriers(env.spark, env.partitions), types=types
-        )
+        self.routing = KeyRouting.of(keys, a.schema, env, types=types)
         left = [c for c in a.columns if c not in keys]
         right = [c for c in b.columns if c not in keys]
         self.spec = JoinSpec(tuple(keys), tuple(left), tuple(right))
         fields = {f.name: f.dataType for f in (*a.schema.fields, *b.schema.fields)}
         self.sides: list[list[Column]] = []
         for s, (side, own) in enumerate(((a, left), (b, right))):
-            routing = KeyRouting(
-                keys, side.schema, env.partitions, carriers(env.spark, env.partitions), types=types
-            )
+            routing = KeyRouting.of(keys, side.schema, env, types=types)
             cols = [F.lit(s).cast("byte").alias(SIDE), *routing.key_exprs]
             for c in (*left, *right):
                 cols.append(F.col(c) if c in own else F.lit(None).cast(fields[c]).alias(c))

@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from ..arrangement.task import MARKER, PARTITION
 from ..kernels.keyed import HASH
+from .base import Env
 
 __all__ = ["ALL_KEY", "CARRIER", "KeyRouting", "carriers"]
 
@@ -71,8 +72,11 @@ class KeyRouting:
         partitions: int,
         carriers_of: Sequence[int],
         types: dict[str, T.DataType] | None = None,
+        tasks: int | None = None,
     ) -> None:
         self.user_keys = list(keys)
+        #: Spark tasks a step runs in (each takes whole partitions; None or >= P: one each)
+        self.tasks = tasks
         self.keys = list(keys) or [ALL_KEY]
         self.partitions = partitions
         fields = {f.name: f.dataType for f in schema.fields}
@@ -100,12 +104,32 @@ class KeyRouting:
         ]
         self._markers: dict[str, DataFrame] = {}
 
+    @classmethod
+    def of(
+        cls,
+        keys: Sequence[str],
+        schema: T.StructType,
+        env: Env,
+        types: dict[str, T.DataType] | None = None,
+    ) -> KeyRouting:
+        """The routing of an operator built with `env` (its partitions and tasks)."""
+        found = carriers(env.spark, env.partitions)
+        return cls(keys, schema, env.partitions, found, types=types, tasks=env.tasks)
+
     def route(self, projected: DataFrame) -> DataFrame:
         """Shuffle a frame holding the key columns and `derived` to its partitions, with
         one marker row per partition."""
-        return projected.unionByName(self.markers(projected)).repartition(
+        routed = projected.unionByName(self.markers(projected)).repartition(
             self.partitions, F.col(CARRIER)
         )
+        return self.coalesce(routed)
+
+    def coalesce(self, routed: DataFrame) -> DataFrame:
+        """`routed` (hash partitioned) in `tasks` Spark partitions, each holding whole
+        arrangement partitions (coalescing never splits a partition)."""
+        if self.tasks is not None and self.tasks < self.partitions:
+            return routed.coalesce(self.tasks)
+        return routed
 
     def markers(self, like: DataFrame) -> DataFrame:
         """One row per partition with `like`'s columns: nulls, except ``__p``, ``__q``,
@@ -125,5 +149,6 @@ class KeyRouting:
                 special.get(f.name, F.lit(None).cast(f.dataType)).alias(f.name)
                 for f in like.schema.fields
             ]
-            self._markers[key] = spark.range(self.partitions).select(*cols)
+            # One Spark partition: the markers add one small task to the tick, not P.
+            self._markers[key] = spark.range(0, self.partitions, 1, 1).select(*cols)
         return self._markers[key]

@@ -31,7 +31,7 @@ from ..kernels.keyed import HASH
 from ..kernels.reduce import GAgg, ReduceSpec, output_schema
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env, Operator, expiry
-from .keys import KeyRouting, carriers
+from .keys import KeyRouting
 
 __all__ = ["Distinct", "GeneralReduce", "Reduce", "accumulable"]
 
@@ -71,9 +71,7 @@ class Reduce(Operator):
         super().__init__(node, env)
         src = node.inputs[0]
         types = {f.name: f.dataType for f in src.schema.fields}
-        self.routing = KeyRouting(
-            by, src.schema, env.partitions, carriers(env.spark, env.partitions)
-        )
+        self.routing = KeyRouting.of(by, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
         aggs: list[Agg] = []
         prep: list[Column] = []
@@ -191,9 +189,7 @@ class GeneralReduce(Operator):
         types = {f.name: f.dataType for f in src.schema.fields}
         out_types = {f.name: f.dataType for f in node.schema.fields}
         keys = list(p["by"])
-        self.routing = KeyRouting(
-            keys, src.schema, env.partitions, carriers(env.spark, env.partitions)
-        )
+        self.routing = KeyRouting.of(keys, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
         aggs: list[GAgg] = []
         values: list[str] = []

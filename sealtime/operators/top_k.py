@@ -25,7 +25,7 @@ from ..dataflow.plan import Node
 from ..kernels.top_k import TopKSpec
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env, Operator, expiry
-from .keys import KeyRouting, carriers
+from .keys import KeyRouting
 
 __all__ = ["TopK"]
 
@@ -42,9 +42,7 @@ class TopK(Operator):
         src = node.inputs[0]
         p = node.params
         keys = list(p["by"])
-        self.routing = KeyRouting(
-            keys, src.schema, env.partitions, carriers(env.spark, env.partitions)
-        )
+        self.routing = KeyRouting.of(keys, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
         values = [f.name for f in src.schema.fields if f.name not in keys]
         order = tuple((o.column, o.ascending) for o in p["order_by"])

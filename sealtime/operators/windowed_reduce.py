@@ -76,9 +76,7 @@ class WindowedReduce(Operator):
             and isinstance(self.reducer, AggregateReducer)
             and self.reducer.decomposable
         )
-        self.routing = KeyRouting(
-            self.group, src.schema, env.partitions, carriers(env.spark, env.partitions)
-        )
+        self.routing = KeyRouting.of(self.group, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "windows"), env.partitions)
         self.last_hi: int | None = None
         self.deferrable = _log_derived(src)
@@ -114,7 +112,8 @@ class WindowedReduce(Operator):
             # its partition; the markers' groups (window_end null) mark every partition.
             partition = F.pmod(F.hash(*[F.col(k) for k in self.group]), F.lit(self.env.partitions))
             marker = F.col("window_end").isNull()
-            return partials.select("*", partition.alias(PARTITION), marker.alias(MARKER))
+            marked = partials.select("*", partition.alias(PARTITION), marker.alias(MARKER))
+            return self.routing.coalesce(marked)
         raw = [F.col(c) for c in self.values]
         row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
         rows = delta.select(
@@ -142,7 +141,7 @@ class WindowedReduce(Operator):
                 special.get(f.name, F.lit(None).cast(f.dataType)).alias(f.name)
                 for f in like.schema.fields
             ]
-            self._marker_frame = spark.range(self.env.partitions).select(*cols)
+            self._marker_frame = spark.range(0, self.env.partitions, 1, 1).select(*cols)
         return self._marker_frame
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
