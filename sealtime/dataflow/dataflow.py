@@ -452,7 +452,7 @@ class Dataflow:
         }
 
     def _engine_frontier(self, node: Node) -> int | None:
-        from ..engine.ingest import MIN_TIME
+        from ..time.order import MIN_TIME
 
         if self._engine is None:
             return MIN_TIME

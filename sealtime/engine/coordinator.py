@@ -35,13 +35,12 @@ from ..dataflow.plan import Node
 from ..operators import Env, Operator, build, kernel_tasks
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore
+from ..time.order import MAX_TIME, MIN_TIME
 from .bindings import Binding, BindingLog
 from .checkpoint import remove
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min
-from .ingest import MIN_TIME, SourceRuntime, _fsync, unreferenced_paths
-
-MAX_TIME = 2**62  # above any real time: a finished source's log is wholly truncatable
+from .ingest import SourceRuntime, _fsync, unreferenced_paths
 
 __all__ = ["ROUTING_CONF", "Engine", "TickReport"]
 
@@ -225,7 +224,7 @@ class Engine:
                 continue
             op = self.ops[node.id]
             out = op.step(inputs, lo, hi)
-            bounds[node.id] = self._bound(node, [b for _, b in ins], lo, hi)
+            bounds[node.id] = op.output_bound([b for _, b in ins], lo, hi)
             if out is not None and op.stateful:
                 stepped.append(node.id)
             if out is not None and self.flow.record and op.stateful:
@@ -449,20 +448,6 @@ class Engine:
             materialised |= self._upstream(inp.id)
             return d.filter(F.col(TIME) < hi), hi - 1
         return d, bound
-
-    def _bound(self, node: Node, inputs: list[int], lo: int, hi: int | None) -> int:
-        """An upper bound (inclusive) of the times of `node`'s output this tick, known
-        without running Spark: sources know theirs from the log; an operator's output
-        times are among its inputs' (a window's output time is below its frontier)."""
-        if node.kind in ("source", "source_output"):
-            source = node if node.kind == "source" else node.inputs[0]
-            which = "main" if node.kind == "source" else node.params["output"]
-            top = self.sources[source.id].max_time(which, lo, hi)
-            return MIN_TIME if top is None else top
-        top = max(inputs, default=MIN_TIME)
-        if node.kind == "windowed_reduce" and hi is not None:
-            return hi - 1
-        return top
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

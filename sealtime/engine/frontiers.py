@@ -53,7 +53,7 @@ class FrontierTracker:
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         from ..progress import GraphBuilder, Source, Target
-        from .ingest import MIN_TIME
+        from ..time.order import MIN_TIME
 
         self.nodes = list(nodes)
         builder = GraphBuilder()

@@ -32,10 +32,9 @@ import pyarrow.parquet as pq
 
 from ..sources.base import ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
+from ..time.order import MIN_TIME
 
 __all__ = ["MIN_TIME", "LogFile", "SourceRuntime", "unreferenced_paths"]
-
-MIN_TIME = -(2**62)  # below any real time; leaves room for `- lateness` without overflow
 
 
 def _fsync(path: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from pyspark.sql import DataFrame, SparkSession
 
 from ..dataflow.plan import Node
+from ..time.order import MAX_TIME, MIN_TIME
 
 __all__ = ["Env", "Operator", "expiry", "kernel_tasks"]
 
@@ -88,6 +89,12 @@ class Operator:
         """The output updates for ``[lo, hi)`` given each input's updates (None: none)."""
         raise NotImplementedError
 
+    def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
+        """An upper bound (inclusive) of the times of this tick's output, known without
+        running Spark, given those of its inputs: by default an operator's output times
+        are among its inputs' times."""
+        return max(inputs, default=MIN_TIME)
+
     def state(self, directory: str) -> dict[str, Any]:
         """A JSON-able description of the operator's state for a soft checkpoint;
         anything that must be written goes under `directory`."""
@@ -113,4 +120,4 @@ def expiry(node: Node, hi: int | None) -> tuple[str, int] | None:
     time at or above `hi`, hence a larger ``window_end``: nothing will look them up)."""
     if node.bounded_by is None:
         return None
-    return (node.bounded_by, hi if hi is not None else 2**62)
+    return (node.bounded_by, hi if hi is not None else MAX_TIME)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
+from ..time.order import MIN_TIME
 from .base import Operator
 
 __all__ = ["SourceOutput", "SourceRead"]
@@ -24,6 +25,10 @@ class SourceRead(Operator):
         data = self.node.columns
         return self.env.sources[self.node.id].frame(self.env.spark, "main", lo, hi, data)
 
+    def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
+        top = self.env.sources[self.node.id].max_time("main", lo, hi)  # from the log
+        return MIN_TIME if top is None else top
+
 
 class SourceOutput(Operator):
     """One of the source's side outputs (``late``, ``errors``, ``health``)."""
@@ -32,3 +37,7 @@ class SourceOutput(Operator):
         source = self.node.inputs[0]
         which = self.node.params["output"]
         return self.env.sources[source.id].frame(self.env.spark, which, lo, hi, source.columns)
+
+    def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
+        top = self.env.sources[self.node.inputs[0].id].max_time(self.node.params["output"], lo, hi)
+        return MIN_TIME if top is None else top

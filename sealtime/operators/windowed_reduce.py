@@ -187,6 +187,10 @@ class WindowedReduce(Operator):
         out = out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
         return out.select(*self.node.columns, TIME, DIFF)
 
+    def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
+        # a window is emitted at window_end - 1, below the frontier
+        return hi - 1 if hi is not None else super().output_bound(inputs, lo, hi)
+
     def _may_close(self, hi: int | None) -> bool:
         """Can a window end in ``(previous hi, hi]``? When no window boundary of the spec
         falls in that range, nothing can be sealed."""

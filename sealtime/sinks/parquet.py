@@ -13,11 +13,12 @@ import os
 from typing import Any
 
 from ..engine.failpoints import failpoint
+from ..time.order import MIN_TIME
 
 __all__ = ["Parquet"]
 
 COMMIT_LOG = "_sealtime_commits.jsonl"
-_MIN_TIME = -(2**62)  # the engine's MIN_TIME: nothing committed yet
+_MIN_TIME = MIN_TIME  # nothing committed yet
 
 
 class Parquet:

@@ -46,8 +46,8 @@ class Persist:
     def _open(self) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from ..engine.ingest import MIN_TIME
         from ..storage import Shard
+        from ..time.order import MIN_TIME
 
         flow, node = self._flow, self._node
         schema = to_arrow_schema(node.schema)

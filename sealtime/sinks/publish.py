@@ -55,8 +55,8 @@ class Publish:
         history_dir: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> None:
-        from ..engine.ingest import MIN_TIME
         from ..pubsub import Publisher
+        from ..time.order import MIN_TIME
 
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"publish({topic!r}, partitions={partitions!r}): must be an int >= 1")

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..time.order import MIN_TIME
 from .base import ReadBatch, Source, SourceReader
 
 __all__ = ["Subscription"]
 
-_MIN_TIME = -(2**62)  # sealtime.engine.ingest.MIN_TIME, without importing the engine
+_MIN_TIME = MIN_TIME
 
 
 class Subscription(Source):

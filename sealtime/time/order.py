@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 __all__ = [
+    "MAX_TIME",
+    "MIN_TIME",
     "PartialOrder",
     "Product",
     "Timestamp",
@@ -28,6 +30,14 @@ __all__ = [
     "sort_key",
     "sorted_times",
 ]
+
+#: Bounds of the data plane's int64 logical times: below / above any real time, with
+#: room left for ``- lateness`` and ``+ window size`` without overflow.
+#:
+#: >>> MIN_TIME < -(10**18) < 10**18 < MAX_TIME
+#: True
+MIN_TIME = -(2**62)
+MAX_TIME = 2**62
 
 
 @runtime_checkable
