@@ -14,23 +14,22 @@ kernel and the final values (``avg`` as a double, ``sum`` as the declared type) 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import AccumulateStep, GeneralStep
-from ..arrangement.task import KernelTask
 from ..dataflow.aggregates import Aggregate
 from ..dataflow.plan import Node
 from ..kernels.accumulate import ROWS, AccumulateSpec, Agg, state_schema
 from ..kernels.keyed import HASH
 from ..kernels.reduce import GAgg, ReduceSpec, output_schema
 from ..spark.frames import DIFF, TIME, with_system
-from .base import Env, Operator, expiry
+from .base import Env
+from .keyed import KeyedOperator
 from .keys import KeyRouting
 
 __all__ = ["Distinct", "GeneralReduce", "Reduce", "accumulable"]
@@ -59,10 +58,8 @@ def accumulable(aggregates: dict[str, Aggregate], schema: T.StructType, monotoni
     return True
 
 
-class Reduce(Operator):
+class Reduce(KeyedOperator):
     """A non-windowed aggregate (see the module docstring)."""
-
-    stateful = True
 
     def __init__(self, node: Node, env: Env) -> None:
         self._build(node, env, list(node.params["by"]), dict(node.params["aggregates"]))
@@ -120,33 +117,8 @@ class Reduce(Operator):
         self.output_arrow = _output_schema(state)
         self.output_spark = from_arrow_schema(self.output_arrow)
 
-    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
-        d = inputs[0]
-        if d is None:
-            return None
-        version = self.arrangement.advance()
-        task = KernelTask(
-            AccumulateStep(self.spec, self.arrangement.directory, version, expiry(self.node, hi)),
-            self.input_arrow,
-            self.output_arrow,
-        )
-        routed = self.routing.route(d.select(*self.prep))
-        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
-
-    def state(self, directory: str) -> dict:
-        return self.arrangement.state()
-
-    def restore(self, state: dict) -> None:
-        self.arrangement.restore(state)
-
-    def after_tick(self, pinned: bool) -> None:
-        self.arrangement.finish_tick()
-
-    def durable(self) -> None:
-        self.arrangement.durable()
-
-    def pin(self) -> None:
-        self.arrangement.pin()
+    def kernel_step(self, version: int, expire: tuple[str, int] | None) -> AccumulateStep:
+        return AccumulateStep(self.spec, self.arrangement.directory, version, expire)
 
 
 def _output_schema(state):
@@ -168,7 +140,7 @@ class Distinct(Reduce):
         self._build(node, env, list(node.columns), {})
 
 
-class GeneralReduce(Operator):
+class GeneralReduce(KeyedOperator):
     """An aggregate that is not accumulable: ``min``/``max`` under retractions or
     ``count_distinct`` (with any others beside them).
 
@@ -178,8 +150,6 @@ class GeneralReduce(Operator):
     answers every aggregate at every slot through per-slot top-1 and counts over the
     values' presence intervals: O((delta + touched rows) log) per tick.
     """
-
-    stateful = True
 
     def __init__(self, node: Node, env: Env) -> None:
         super().__init__(node, env)
@@ -244,30 +214,5 @@ class GeneralReduce(Operator):
         self.output_arrow = output_schema(self.spec, self.input_arrow)
         self.output_spark = from_arrow_schema(self.output_arrow)
 
-    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
-        d = inputs[0]
-        if d is None:
-            return None
-        version = self.arrangement.advance()
-        task = KernelTask(
-            GeneralStep(self.spec, self.arrangement.directory, version, expiry(self.node, hi)),
-            self.input_arrow,
-            self.output_arrow,
-        )
-        routed = self.routing.route(d.select(*self.prep))
-        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
-
-    def state(self, directory: str) -> dict:
-        return self.arrangement.state()
-
-    def restore(self, state: dict) -> None:
-        self.arrangement.restore(state)
-
-    def after_tick(self, pinned: bool) -> None:
-        self.arrangement.finish_tick()
-
-    def durable(self) -> None:
-        self.arrangement.durable()
-
-    def pin(self) -> None:
-        self.arrangement.pin()
+    def kernel_step(self, version: int, expire: tuple[str, int] | None) -> GeneralStep:
+        return GeneralStep(self.spec, self.arrangement.directory, version, expire)

@@ -11,20 +11,18 @@ columns, then by a hash of the row, so the result never depends on arrival order
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import GeneralStep
-from ..arrangement.task import KernelTask
 from ..dataflow.plan import Node
 from ..kernels.top_k import TopKSpec
 from ..spark.frames import DIFF, TIME, with_system
-from .base import Env, Operator, expiry
+from .base import Env
+from .keyed import KeyedOperator
 from .keys import KeyRouting
 
 __all__ = ["TopK"]
@@ -32,10 +30,8 @@ __all__ = ["TopK"]
 _UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
 
 
-class TopK(Operator):
+class TopK(KeyedOperator):
     """``top_k(by=..., order_by=..., k=...)`` over a non-windowed collection."""
-
-    stateful = True
 
     def __init__(self, node: Node, env: Env) -> None:
         super().__init__(node, env)
@@ -80,30 +76,5 @@ class TopK(Operator):
         types = {f.name: f.dataType for f in node.schema.fields}
         self.finalize = [F.col(c).cast(types[c]) for c in node.columns] + [TIME, DIFF]
 
-    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
-        d = inputs[0]
-        if d is None:
-            return None
-        version = self.arrangement.advance()
-        task = KernelTask(
-            GeneralStep(self.spec, self.arrangement.directory, version, expiry(self.node, hi)),
-            self.input_arrow,
-            self.output_arrow,
-        )
-        routed = self.routing.route(d.select(*self.prep))
-        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
-
-    def state(self, directory: str) -> dict:
-        return self.arrangement.state()
-
-    def restore(self, state: dict) -> None:
-        self.arrangement.restore(state)
-
-    def after_tick(self, pinned: bool) -> None:
-        self.arrangement.finish_tick()
-
-    def durable(self) -> None:
-        self.arrangement.durable()
-
-    def pin(self) -> None:
-        self.arrangement.pin()
+    def kernel_step(self, version: int, expire: tuple[str, int] | None) -> GeneralStep:
+        return GeneralStep(self.spec, self.arrangement.directory, version, expire)

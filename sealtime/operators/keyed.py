@@ -1,0 +1,69 @@
+"""`KeyedOperator`: what every single-input operator over one arrangement shares.
+
+Such an operator (`Reduce`, `GeneralReduce`, `Distinct`, `TopK`) prepares its input
+with column expressions built once, routes it by key (`KeyRouting`), runs one kernel
+step per tick in ``mapInArrow`` over its arrangement, and finalises the kernel's output
+with more column expressions. Its state is the arrangement's: `state`, `restore`,
+`after_tick`, `durable` and `pin` delegate to it. A subclass sets the attributes in
+its constructor and says which kernel step a tick runs (`kernel_step`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import types as T
+
+from ..arrangement.arrangement import Arrangement
+from ..arrangement.task import Kernel, KernelTask
+from .base import Operator, expiry
+from .keys import KeyRouting
+
+__all__ = ["KeyedOperator"]
+
+
+class KeyedOperator(Operator):
+    """Base class of the operators that keep one arrangement of their input by key."""
+
+    stateful = True
+
+    #: set by the subclass's constructor
+    routing: KeyRouting
+    arrangement: Arrangement
+    prep: list[Column]  # the kernel's input columns (keys, values, derived)
+    finalize: list[Column]  # the operator's output columns from the kernel's
+    input_arrow: pa.Schema
+    output_arrow: pa.Schema
+    output_spark: T.StructType
+
+    def kernel_step(self, version: int, expire: tuple[str, int] | None) -> Kernel:
+        """The picklable kernel step that writes arrangement `version`."""
+        raise NotImplementedError
+
+    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
+        d = inputs[0]
+        if d is None:
+            return None
+        version = self.arrangement.advance()
+        step = self.kernel_step(version, expiry(self.node, hi))
+        task = KernelTask(step, self.input_arrow, self.output_arrow)
+        routed = self.routing.route(d.select(*self.prep))
+        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
+
+    def state(self, directory: str) -> dict[str, Any]:
+        return self.arrangement.state()
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.arrangement.restore(state)
+
+    def after_tick(self, pinned: bool) -> None:
+        self.arrangement.finish_tick()
+
+    def durable(self) -> None:
+        self.arrangement.durable()
+
+    def pin(self) -> None:
+        self.arrangement.pin()
