@@ -34,6 +34,40 @@ class Aggregate:
         if self.kind != "count" and not isinstance(self.column, str):
             raise ValueError(f"st.{self.kind}(column) needs a column name, got {self.column!r}")
 
+    def check(self, name: str, schema) -> None:
+        """Refuse, when the graph is built, an aggregate its input column cannot take:
+        a missing column, ``sum``/``avg`` of a non-numeric column (Spark would return
+        nulls), ``min``/``max``/``count_distinct`` of a map, array or struct.
+
+        >>> from pyspark.sql import types as T
+        >>> s = T.StructType([T.StructField("name", T.StringType())])
+        >>> sum("name").check("total", s)
+        Traceback (most recent call last):
+        ...
+        TypeError: aggregate(total=st.sum('name')): column 'name' is string; ...
+        """
+        from pyspark.sql import types as T
+
+        if self.column is None:
+            return
+        call = f"aggregate({name}=st.{self.kind}({self.column!r}))"
+        fields = {f.name: f.dataType for f in schema.fields}
+        if self.column not in fields:
+            raise ValueError(f"{call}: no column {self.column!r}; the input has {sorted(fields)}")
+        dtype = fields[self.column]
+        if self.kind in ("sum", "avg") and not isinstance(dtype, T.NumericType):
+            raise TypeError(
+                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
+                "a numeric column: cast it first, e.g. "
+                f"with_columns({self.column}=F.col({self.column!r}).cast('double'))"
+            )
+        if isinstance(dtype, (T.MapType, T.ArrayType, T.StructType)):
+            raise TypeError(
+                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
+                "a column of an orderable, comparable type (numbers, strings, dates, "
+                "timestamps, booleans)"
+            )
+
     @property
     def decomposable(self) -> bool:
         """Can partial results be merged (for append-only input)? Not count_distinct."""

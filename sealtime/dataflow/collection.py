@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .aggregates import Aggregate
+from .fingerprint import frame_text
 from .plan import Node
 from .windows import Session, WindowSpec
 
@@ -84,7 +85,8 @@ class Collection:
             name,
             [self._node],
             schema,
-            params={"fn": fn, **extra},
+            # (the expressions `fn` applies, for the plan's fingerprint)
+            params={"fn": fn, "plan": frame_text(probe), **extra},
             monotonic=self._node.monotonic,
             window=self._node.window if self._keeps_window(schema) else None,
             priority_column=self._node.priority_column
@@ -258,6 +260,7 @@ class Collection:
                 raise TypeError(
                     f"aggregate({name}=...) takes st.sum/count/min/max/avg/count_distinct"
                 )
+            agg.check(name, self._node.schema)
         spec = self._node.window
         group = self._window_key(keys)
         types = {f.name: f for f in self._node.schema.fields}

@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..dataflow.fingerprint import canonical
 from ..dataflow.plan import Node
 from ..operators import Env, Operator, build, kernel_tasks
 from ..spark.frames import DIFF, TIME, consolidate, union_all
@@ -167,9 +168,11 @@ class Engine:
                 op.restore({})  # empty state: files of a run that never checkpointed go
 
     def _fingerprint(self) -> list[str]:
+        """Every node's kind, name, inputs, columns and canonical parameters (each
+        expression, aggregate, window spec, join kind), and each sink's kind: what a
+        resumed data dir must have been written by (`sealtime.dataflow.fingerprint`)."""
         plan = [
-            f"{n.kind}:{n.name}:{[i.id for i in n.inputs]}:{n.columns}:{n.params.get('time')}"
-            f":{n.params.get('lateness')}"
+            f"{n.kind}:{n.name}:{[i.id for i in n.inputs]}:{n.columns}:{canonical(n.params)}"
             for n in self.nodes
         ]
         plan += [f"sink:{node.id}:{type(sink).__name__}" for node, sink in self.flow._sinks]
