@@ -333,6 +333,12 @@ class Collection:
         the other side's columns (it is built from an inner join, a distinct of the other
         side's keys and a negation, so it is differential like the rest).
         """
+        if other._flow is not self._flow:
+            raise ValueError(
+                f"join: the other collection belongs to dataflow {other._flow.name!r}, this one "
+                f"to {self._flow.name!r}; build both sides from one Dataflow (a dataflow's "
+                "sources share one clock and one log)"
+            )
         keys = _as_list(on)
         if not keys:
             raise ValueError("join(on=...) needs at least one column")

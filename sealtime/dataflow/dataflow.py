@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time as _time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,11 @@ from .durations import parse_duration
 from .plan import Node, infer_bound
 
 __all__ = ["Dataflow", "SourceCollection"]
+
+
+#: which dataflow each attached sink object belongs to (by id, with weak references, so
+#: that a sink object given to two collections is refused and no sink is kept alive)
+_SINK_OWNERS: dict[int, tuple[weakref.ref, weakref.ref]] = {}
 
 
 class SourceCollection(Collection):
@@ -246,9 +252,18 @@ class Dataflow:
             raise RuntimeError("Dataflow: add sinks before the first run()")
         if not hasattr(sink, "commit"):
             raise TypeError(f"sink(): expected a sealtime sink (st.sinks.*), got {sink!r}")
+        owner = _SINK_OWNERS.get(id(sink))
+        if owner is not None and owner[0]() is sink and owner[1]() is not None:
+            where = "this dataflow" if owner[1]() is self else f"dataflow {owner[1]().name!r}"
+            raise ValueError(
+                f"sink(): this {type(sink).__name__} object already receives a collection of "
+                f"{where}; its commit log holds one collection's ranges, so give each "
+                "collection its own sink object"
+            )
         if hasattr(sink, "attach"):
             sink.attach(self, node)
         self._sinks.append((node, sink))
+        _SINK_OWNERS[id(sink)] = (weakref.ref(sink), weakref.ref(self))
 
     def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
