@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .keyed import HASH, exact_groups, segment_ids
+from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 
 __all__ = ["Agg", "AccumulateSpec", "accumulate", "empty_state", "state_schema"]
 
@@ -142,28 +142,6 @@ def empty_state(spec: AccumulateSpec) -> Callable[[pa.Table], np.ndarray]:
     return empty
 
 
-def _np(col: pa.ChunkedArray | pa.Array, fill: int = 0) -> np.ndarray:
-    if col.null_count:
-        col = pc.fill_null(col, fill)
-    return np.asarray(col.to_numpy(), dtype=np.int64)
-
-
-def _valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    if not col.null_count:
-        return np.ones(len(col), dtype=bool)
-    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _seg_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Inclusive running sum restarting where `starts` is True."""
-    cs = np.cumsum(x)
-    if not len(x):
-        return cs
-    first = np.flatnonzero(starts)
-    offset = (cs[first] - x[first])[segment_ids(starts)]
-    return cs - offset
-
-
 def _seg_cummin(rank: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Running minimum restarting where `starts` is True (ranks are >= 0)."""
     if not len(rank):
@@ -212,8 +190,8 @@ def accumulate(
     )
     if delta.num_rows == 0:
         return out_schema.empty_table(), schema.empty_table()
-    times = _np(delta.column("_time"))
-    diffs = _np(delta.column("_diff"))
+    times = int64s(delta.column("_time"))
+    diffs = int64s(delta.column("_diff"))
     order, kstarts = exact_groups(delta, keys, then=times)
     t_sorted = times[order]
     sstarts = kstarts.copy()
@@ -240,12 +218,12 @@ def accumulate(
     def base_int(column: str) -> np.ndarray:
         out = np.zeros(nkey, np.int64)
         if base_tab is not None and len(base_q):
-            out[base_q] = _np(base_tab.column(column))
+            out[base_q] = int64s(base_tab.column(column))
         return out
 
     def running_int(contrib_sorted: np.ndarray, base: np.ndarray) -> np.ndarray:
         per_slot = np.add.reduceat(contrib_sorted, slot_first)
-        return _seg_cumsum(per_slot, kslot_starts) + base[key_of_slot]
+        return segmented_cumsum(per_slot, kslot_starts) + base[key_of_slot]
 
     # ---- rows (the multiplicity of the group): presence
     new_cols: dict[str, _Column] = {}
@@ -258,14 +236,14 @@ def accumulate(
         if a.kind == "count":
             continue
         col = delta.column(a.input)
-        valid = _valid(col)
+        valid = validity(col)
         nn = np.where(valid, diffs, 0)[order]
         base_nn = base_int(a.count_column)
         new_cols[a.count_column] = _Column("int", running_int(nn, base_nn))
         base_cols[a.count_column] = _Column("int", base_nn)
         if a.kind in ("sum", "avg"):
             if a.repr == "int":
-                contrib = (_np(col) * diffs)[order]
+                contrib = (int64s(col) * diffs)[order]
                 base_s = base_int(a.sum_column)
                 new_cols[a.sum_column] = _Column("int", running_int(contrib, base_s))
                 base_cols[a.sum_column] = _Column("int", base_s)
@@ -296,7 +274,7 @@ def accumulate(
             rank = np.asarray(pc.rank(both, sort_keys=order_kind, tiebreaker="dense")).astype(
                 np.int64
             )
-            rank[~_valid(both)] = _NO_RANK
+            rank[~validity(both)] = _NO_RANK
             base_rank, row_rank = rank[:nkey], rank[nkey:][order]
             per_slot = np.minimum.reduceat(row_rank, slot_first)
             running = np.minimum(_seg_cummin(per_slot, kslot_starts), base_rank[key_of_slot])

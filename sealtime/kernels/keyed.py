@@ -188,3 +188,35 @@ def match(
         if not ok.all():
             qi, ei = qi[ok], ei[ok]
     return qi, ei
+
+
+def int64s(col: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
+    """`col` as an int64 numpy array, nulls as `fill`.
+
+    >>> int64s(pa.array([1, None, 3])).tolist()
+    [1, 0, 3]
+    """
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    return np.asarray(col.to_numpy(), dtype=np.int64)
+
+
+def validity(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """True where `col` is not null."""
+    if not col.null_count:
+        return np.ones(len(col), dtype=bool)
+    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def segmented_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Inclusive running sums restarting where `starts` is True (``starts[0]`` must be;
+    int64 wraps).
+
+    >>> segmented_cumsum(np.array([1, 2, 3, 4]), np.array([True, False, True, False])).tolist()
+    [1, 3, 3, 7]
+    """
+    cs = np.cumsum(x)
+    if not len(x):
+        return cs
+    first = np.flatnonzero(starts)
+    return cs - np.repeat(cs[first] - x[first], np.diff(first, append=len(x)))

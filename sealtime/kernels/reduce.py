@@ -67,7 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .int128 import Int128
-from .keyed import HASH, exact_groups, segment_ids
+from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 from .topk import per_slot_count, per_slot_topk
 
 __all__ = [
@@ -144,27 +144,6 @@ def run_schema(keys: Sequence[str], values: Sequence[str], schema: pa.Schema) ->
 # ---------------------------------------------------------------------------- helpers
 
 
-def _i64(col: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
-    if col.null_count:
-        col = pc.fill_null(col, fill)
-    return np.asarray(col.to_numpy(), dtype=np.int64)
-
-
-def _valid(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if not col.null_count:
-        return np.ones(len(col), dtype=bool)
-    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _seg_cumsum(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Inclusive running sums restarting where `starts` is True (int64, wrapping)."""
-    cs = np.cumsum(x)
-    if not len(x):
-        return cs
-    first = np.flatnonzero(starts)
-    return cs - np.repeat(cs[first] - x[first], np.diff(first, append=len(x)))
-
-
 def pack_keys(columns: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Fewer int64 sort keys with the same lexicographic order as `columns` (most
     significant first; every value >= 0): adjacent columns are packed into one word while
@@ -219,7 +198,7 @@ def value_ranks(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     rank = np.asarray(pc.rank(col, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
     rank -= 1
     if col.null_count:
-        rank[~_valid(col)] = -1
+        rank[~validity(col)] = -1
     return rank
 
 
@@ -291,7 +270,7 @@ class Timeline:
         wrapping): the value of an additive aggregate at every slot."""
         per = np.zeros(self.total, dtype=np.int64)
         np.add.at(per, self.ev_slot, x)
-        return _seg_cumsum(per, self.base_slots())
+        return segmented_cumsum(per, self.base_slots())
 
     def running_int128(self, x: Int128) -> tuple[Int128, np.ndarray]:
         """`running` for exact 128-bit contributions; also, per slot, whether the true
@@ -312,7 +291,7 @@ class Timeline:
         run, exact = Int128(lo, hi).segment_cumsum_checked(base)
         # A slot total that already wrapped taints the key's later running sums (the
         # cumsum's own check only sees the residues).
-        return run, exact & (_seg_cumsum(bad, base) == 0)
+        return run, exact & (segmented_cumsum(bad, base) == 0)
 
     def value_segments(
         self, ranks: np.ndarray
@@ -333,7 +312,7 @@ class Timeline:
         step = group.copy()
         step[1:] |= g[1:] != g[:-1]
         first = np.flatnonzero(step)
-        present = _seg_cumsum(np.add.reduceat(change, first), group[first])
+        present = segmented_cumsum(np.add.reduceat(change, first), group[first])
         key, vr, g = key[first], vr[first], g[first]
         hi = self.offsets[key + 1]
         if len(g) > 1:
@@ -373,8 +352,8 @@ def timeline(
     keys, values = list(keys), list(values)
     _check_columns(delta, keys, values)
     n = delta.num_rows
-    times = _i64(delta.column(TIME))
-    diffs = _i64(delta.column(DIFF))
+    times = int64s(delta.column(TIME))
+    diffs = int64s(delta.column(DIFF))
 
     # -- keys and slots: sort the delta by (key, time); one slot per distinct (key, time)
     korder, kstarts = exact_groups(delta, keys, then=times)
@@ -408,7 +387,7 @@ def timeline(
         rows = pa.concat_tables([e_rows, delta_rows]).combine_chunks()
         row_kid = np.concatenate([e_kid, d_kid])
         row_slot = np.concatenate([offsets[e_kid], d_slot])
-        row_diff = np.concatenate([_i64(entries.column(CNT)), diffs])
+        row_diff = np.concatenate([int64s(entries.column(CNT)), diffs])
     else:
         rows = delta_rows.combine_chunks()
         row_kid, row_slot, row_diff = d_kid, d_slot, diffs
@@ -416,7 +395,7 @@ def timeline(
 
     # -- items: equal (key, values), by the mixed hash verified on the values
     with np.errstate(over="ignore"):
-        mixed = row_kid * _MIX + _i64(rows.column(ROW))
+        mixed = row_kid * _MIX + int64s(rows.column(ROW))
     probe = pa.table({"__m": mixed, "__kid": row_kid, **{c: rows.column(c) for c in values}})
     order, istarts = exact_groups(probe, ["__kid", *values], then=row_slot, hash_column="__m")
     item_first = np.flatnonzero(istarts)
@@ -429,7 +408,7 @@ def timeline(
     estarts[1:] |= g[1:] != g[:-1]
     ef = np.flatnonzero(estarts)
     ev_diff = np.add.reduceat(row_diff[order], ef) if len(ef) else row_diff[:0]
-    ev_new = _seg_cumsum(ev_diff, istarts[ef])
+    ev_new = segmented_cumsum(ev_diff, istarts[ef])
     live = ev_diff != 0  # a change that nets to zero at its slot changes nothing
     ev_item = segment_ids(istarts)[ef][live]
     ev_new, ev_diff = ev_new[live], ev_diff[live]
@@ -441,7 +420,7 @@ def timeline(
         keep = dsum != 0
         run = delta.select([HASH, *keys, *values, ROW]).take(pa.array(rep[keep], pa.int64()))
         run = run.append_column(CNT, pa.array(dsum[keep], pa.int64()))
-        hh = _i64(run.column(HASH))
+        hh = int64s(run.column(HASH))
         run = run.take(pa.array(np.argsort(hh, kind="stable"), pa.int64()))
     else:
         run = run_schema(keys, values, delta.schema).empty_table()
@@ -557,7 +536,7 @@ def _columns(tl: Timeline, spec: ReduceSpec, schema: pa.Schema) -> tuple[np.ndar
     def per_column(c: str) -> tuple:
         if c not in cache:
             col = tl.rows.column(c).combine_chunks()
-            valid = _valid(col)[tl.item_row[tl.ev_item]]
+            valid = validity(col)[tl.item_row[tl.ev_item]]
             cache[c] = (col, valid, np.where(valid, dpos, 0), None, None)
         return cache[c]
 
@@ -577,7 +556,7 @@ def _columns(tl: Timeline, spec: ReduceSpec, schema: pa.Schema) -> tuple[np.ndar
         if a.kind in ("sum", "avg"):
             nn = tl.running(d)
             if a.repr == "int":
-                x = _i64(col)[tl.item_row[tl.ev_item]]
+                x = int64s(col)[tl.item_row[tl.ev_item]]
                 with np.errstate(over="ignore"):
                     s = tl.running(x * d)
                 total = _IntCol(s, nn > 0)
