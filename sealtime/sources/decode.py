@@ -286,7 +286,14 @@ def _isolate(
 # --------------------------------------------------------------------------- JSON
 
 
+# A line that is not blank and does not start with "{": pyarrow's JSON reader must never
+# see one (pyarrow 26 crashes the process with a segmentation fault on a bare `null`).
+_NOT_AN_OBJECT = re.compile(rb"(?m)^[ \t\r]*[^{ \t\r\n]")
+
+
 def _read_json(buf: bytes, schema: pa.Schema, *, single_block: bool = False) -> pa.Table:
+    if _NOT_AN_OBJECT.search(buf):
+        raise pa.ArrowInvalid("not a JSON object (each line must be one {...} object)")
     block = len(buf) + 1 if single_block else max(_MIN_BLOCK, len(buf) // 4 + 1)
     return pj.read_json(
         io.BytesIO(buf),
@@ -351,7 +358,7 @@ def decode_json_messages(
     >>> s = pa.schema([("v", pa.int64())])
     >>> data, errors, ok = decode_json_messages([b'{"v": 1}', b'{\\n "v": 2\\n}', b'', b'[1]'], s)
     >>> data.column("v").to_pylist(), ok.tolist(), errors.column("reason").to_pylist()
-    ([1, 2], [True, True, False, False], ['empty message', 'JSON parse error: Column() changed from object to array'])
+    ([1, 2], [True, True, False, False], ['empty message', 'not a JSON object (each line must be one {...} object)'])
     """
     n = len(payloads)
     if n == 0:
