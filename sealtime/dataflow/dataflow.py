@@ -177,6 +177,12 @@ class Dataflow:
                 f"source {name!r}: expected a sealtime Source, got {type(source).__name__}"
             )
         explicit = getattr(source, "time_column", None) == "_time"
+        if time is not None and time not in source.schema.names:
+            raise ValueError(
+                f"source {name!r}: time={time!r} is not a column of the source; its columns "
+                f"are {source.schema.names} (name the event-time column, or leave time out "
+                "for ingestion time)"
+            )
         if lateness is not None and time is None:
             raise ValueError(
                 f"source {name!r}: lateness={lateness!r} needs time='<event time column>'; "
@@ -206,6 +212,10 @@ class Dataflow:
                 or source.table.num_rows == 0
             )
         self._add(node)
+        # The side outputs exist from the start, so they can be read after a run; unread
+        # ones cost nothing (the engine skips stateless outputs nobody reads).
+        for which in ("late", "errors", "health"):
+            self._source_output(node, which)
         return SourceCollection(self, node)
 
     def _spark_schema(self, schema: pa.Schema, names: list[str]) -> T.StructType:

@@ -226,6 +226,10 @@ class Engine:
                 outputs[node.id] = None
                 continue
             op = self.ops[node.id]
+            if self._unread(node.id, node.kind, op.stateful):
+                outputs[node.id] = None
+                self.done[node.id] = hi
+                continue
             out = op.step(inputs, lo, hi)
             bounds[node.id] = op.output_bound([b for _, b in ins], lo, hi)
             if out is not None and op.stateful:
@@ -451,6 +455,13 @@ class Engine:
             materialised |= self._upstream(inp.id)
             return d.filter(F.col(TIME) < hi), hi - 1
         return d, bound
+
+    def _unread(self, nid: int, kind: str, stateful: bool) -> bool:
+        """A stateless output nobody reads (no consumer, no sink, not recorded): its plan
+        is not even built. Stateful operators still step (their state must advance)."""
+        return (
+            not self.flow.record and self.consumers[nid] == 0 and not stateful and kind != "inspect"
+        )
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

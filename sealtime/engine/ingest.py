@@ -20,6 +20,7 @@ Time assignment:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -183,6 +184,8 @@ class SourceRuntime:
             ) from exc
         self.position = batch.position
         lower = self.frontier
+        if self.event_time:
+            batch = self._route_null_times(batch)
         data = batch.data
         n = data.num_rows
         self.rows_in += n
@@ -311,11 +314,6 @@ class SourceRuntime:
                     f"source {self.name!r}: time={self.time_column!r} has type {col.type}; "
                     "the event-time column must be a timestamp or an int of milliseconds"
                 )
-            if col.null_count:
-                raise ValueError(
-                    f"source {self.name!r}: time column {self.time_column!r} has nulls; "
-                    "filter them at the source or use ingestion time"
-                )
             times = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             table = data  # `_time` and `_diff` are added below (not for linked batches)
         # The admission bound for record i, from the log order alone. With `lateness`,
@@ -363,6 +361,46 @@ class SourceRuntime:
             )
         table = table.append_column("_late", reason)
         return self._with_offsets(table)
+
+    def _route_null_times(self, batch: ReadBatch) -> ReadBatch:
+        """Rows whose event time is null go to `errors` (raw row as JSON + reason); the
+        rest go on. A linked batch with such rows is read whole and logged as a copy, so
+        the log never links a file range holding a row that is not in the output."""
+        column = "_time" if self.explicit else self.time_column
+        assert column is not None
+        if batch.data.column(column).null_count == 0:
+            return batch
+        data = batch.data
+        links = getattr(batch, "links", None)
+        if links:
+            names = self.source.schema.names
+            data = pa.concat_tables(
+                [
+                    pq.ParquetFile(path).read(columns=names).slice(first, end - first)
+                    for path, first, end, _ in links
+                ]
+            ).cast(self.source.schema)
+        null = pc.is_null(data.column(column))
+        bad = data.filter(null)
+        raw = [json.dumps(row, default=str, sort_keys=True) for row in bad.to_pylist()]
+        errors = pa.table(
+            {
+                "raw": pa.array(raw, pa.string()),
+                "reason": pa.array(
+                    [f"event time column {column!r} is null"] * bad.num_rows, pa.string()
+                ),
+            }
+        )
+        if batch.errors is not None and batch.errors.num_rows:
+            old = batch.errors.select(["raw", "reason"]).cast(errors.schema)
+            errors = pa.concat_tables([old, errors])
+        return ReadBatch(
+            data=data.filter(pc.invert(null)),
+            position=batch.position,
+            exhausted=batch.exhausted,
+            event_frontier=batch.event_frontier,
+            errors=errors,
+        )
 
     def _read_batch(self) -> ReadBatch:
         """The next batch; immutable Parquet input comes as file ranges when possible."""

@@ -205,3 +205,37 @@ def test_unreferenced_paths():
     c = LogFile("/l/part-3", 4, 5, 1)
     assert unreferenced_paths([a], [b, c]) == ["/l/late-1"]
     assert unreferenced_paths([a, b], [c]) == ["/l/src-a", "/l/late-1"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_null_event_time_goes_to_errors(make_flow, tmp_path, fmt):
+    """A row with a null event time is an `errors` row naming the column; the flow goes
+    on, the other rows of the same file are admitted (a linked file is copied instead)."""
+    d = tmp_path / "in"
+    d.mkdir()
+    schema = pa.schema([("k", pa.int64()), ("ts", pa.timestamp("ms", tz="UTC"))])
+    first = pa.table({"k": [1, 2, 3], "ts": [1_000, None, 2_000]}, schema=schema)
+    second = pa.table({"k": [4, 5], "ts": [3_000, 4_000]}, schema=schema)
+    if fmt == "parquet":
+        pq.write_table(first, d / "a.parquet")
+        pq.write_table(second, d / "b.parquet")
+    else:
+        for name, t in (("a", first), ("b", second)):
+            with open(d / f"{name}.jsonl", "w") as fh:
+                for r in t.to_pylist():
+                    ts = r["ts"]
+                    r["ts"] = None if ts is None else ts.isoformat().replace("+00:00", "Z")
+                    fh.write(json.dumps(r) + "\n")
+    flow = make_flow()
+    src = Files(str(d), format=fmt, schema=schema, finite=True, settle=0, max_per_read=10)
+    events = flow.source("ev", src, time="ts", lateness="0s", max_rows_per_tick=10)
+    count = events.aggregate(n=st.count())
+    flow.run()
+    assert sorted(r["k"] for r in events.updates().to_pylist()) == [1, 3, 4, 5]
+    (err,) = events.errors.updates().to_pylist()
+    assert err["reason"] == "event time column 'ts' is null"
+    assert json.loads(err["raw"])["k"] == 2
+    final = count.to_spark().collect()
+    assert [r["n"] for r in final] == [4]
+    runtime = next(iter(flow._engine.sources.values()))
+    assert runtime.error_count == 1
