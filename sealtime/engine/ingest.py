@@ -344,15 +344,7 @@ class SourceRuntime:
         reason = pa.nulls(n, pa.string())
         if late.any():
             self.late_count += int(late.sum())
-            b = pa.array(bound)
-            text = pc.binary_join_element_wise(
-                "event time ",
-                pc.cast(pa.array(times), pa.string()),
-                " is behind the sealed frontier ",
-                pc.cast(b, pa.string()),
-                "",
-            )
-            reason = pc.if_else(pa.array(late), text, reason)
+            reason = self._late_reason(times, bound, late)
             # A late record is stamped at the (unsealed) bound it missed, so it is released
             # to the `late` output like any other update.
             times = np.where(late, bound, times)
@@ -402,6 +394,29 @@ class SourceRuntime:
             errors=errors,
         )
 
+    def _late_reason(self, times: np.ndarray, bound: np.ndarray, late: np.ndarray) -> pa.Array:
+        """Per row: why it is late (null where it is not), naming the bound it missed and
+        where the bound comes from."""
+        t = pc.cast(pa.array(times), pa.string())
+        b = pc.cast(pa.array(bound), pa.string())
+        if self.lateness is not None or self.reported is None:
+            seen = pc.cast(pa.array(bound + (self.lateness or 0)), pa.string())
+            text = pc.binary_join_element_wise(
+                "event time ",
+                t,
+                " ms is below the admission bound ",
+                b,
+                " ms (largest event time seen before it ",
+                seen,
+                f" ms minus lateness {self.lateness or 0} ms)",
+                "",
+            )
+        else:
+            text = pc.binary_join_element_wise(
+                "event time ", t, " ms is below the source's event-time frontier ", b, " ms", ""
+            )
+        return pc.if_else(pa.array(late), text, pa.nulls(len(times), pa.string()))
+
     def _read_batch(self) -> ReadBatch:
         """The next batch; immutable Parquet input comes as file ranges when possible."""
         read_linked = getattr(self.reader, "read_linked", None)
@@ -419,14 +434,7 @@ class SourceRuntime:
         reason = None
         if late.any():
             self.late_count += int(late.sum())
-            text = pc.binary_join_element_wise(
-                "event time ",
-                pc.cast(pa.array(times), pa.string()),
-                " is behind the sealed frontier ",
-                pc.cast(pa.array(bound), pa.string()),
-                "",
-            )
-            reason = pc.if_else(pa.array(late), text, pa.nulls(len(times), pa.string()))
+            reason = self._late_reason(times, bound, late)
             times = np.where(late, bound, times)
         stamp = _LinkedStamp(tuple(links), times, late, reason, self.offset)
         self.offset += len(times)
