@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..spark.plans import Projection
 from .aggregates import Aggregate
 from .fingerprint import frame_text
 from .plan import Node
@@ -109,8 +110,15 @@ class Collection:
         for c in columns:
             if isinstance(c, str) and c in _SYSTEM:
                 raise ValueError(f"select({c!r}): system columns are kept automatically")
-        cols = list(columns)
-        return self._derive("map", "select", lambda df: df.select(*cols, "_time", "_diff"))
+        built: list[Projection] = []  # made on first use, when Spark is running
+
+        def select(df: DataFrame) -> DataFrame:
+            if not built:
+                built.append(Projection([*columns, "_time", "_diff"]))
+            return built[0].apply(df)
+
+        select.__name__ = "select"
+        return self._derive("map", "select", select)
 
     def with_columns(
         self, columns: Mapping[str, Column] | None = None, **named: Column

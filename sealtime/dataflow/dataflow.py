@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..sources.base import Source
+from ..spark.plans import Projection
 from .collection import Collection
 from .durations import parse_duration
 from .plan import Node, infer_bound
@@ -54,8 +55,12 @@ class SourceCollection(Collection):
             )
         cols = [f.name for f in subsources[name] if f.name not in ("_time", "_diff")]
 
+        built: list = []  # the filter and the projection, built on first use only
+
         def pick(df: DataFrame) -> DataFrame:
-            return df.filter(F.col("_subsource") == name).select(*cols, "_time", "_diff")
+            if not built:
+                built.extend([F.col("_subsource") == name, Projection([*cols, "_time", "_diff"])])
+            return built[1].apply(df.filter(built[0]))
 
         pick.__name__ = f"subsource[{name}]"
         return self.map(pick)

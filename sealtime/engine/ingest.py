@@ -58,6 +58,11 @@ def unreferenced_paths(gone: list[LogFile], kept: list[LogFile]) -> list[str]:
     return out
 
 
+def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:
+    """Do all of the entry's times lie in ``[lo, hi)``?"""
+    return entry.min_time >= lo and (hi is None or entry.max_time < hi)
+
+
 def _linkable_time(t: pa.DataType) -> bool:
     """Event-time column types Spark turns into the same milliseconds as the stamping."""
     if pa.types.is_timestamp(t):
@@ -145,6 +150,8 @@ class SourceRuntime:
     acknowledged: Any = None
     #: replay: read nothing upstream; the engine feeds the original bindings instead
     replay: bool = False
+    #: Spark column expressions and the schema of the linked files, built once
+    _columns: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         os.makedirs(self.log_dir, exist_ok=True)
@@ -623,8 +630,9 @@ class SourceRuntime:
         if not entries:
             return None
         cols = [c for c in self.source.schema.names if c not in ("_time", "_diff")]
-        parts = []
-        copied = [f.path for f in entries if not f.linked]
+        parts: list[tuple[Any, bool]] = []  # (frame, holds only times in [lo, hi))
+        copied_entries = [f for f in entries if not f.linked]
+        copied = [f.path for f in copied_entries]
         if copied:
             # An explicit schema spares Spark a job to infer it from the files' footers.
             df = spark.read.schema(self.spark_schema(which)).parquet(*copied)
@@ -638,17 +646,28 @@ class SourceRuntime:
                 df = df.select("source", "status", "_time", "_diff")
             else:
                 df = df.select("raw", "reason", "_time", "_diff")
-            parts.append(df)
+            parts.append((df, all(_inside(e, lo, hi) for e in copied_entries)))
         linked = [f for f in entries if f.linked]
         if linked:
             parts.extend(self._linked_frames(spark, which, linked, data, cols, lo, hi))
-        cond = F.col("_time") >= lo
-        if hi is not None:
-            cond = cond & (F.col("_time") < hi)
-        out = parts[0].filter(cond)
-        for part in parts[1:]:
-            out = out.unionByName(part.filter(cond))
+        # A frame whose entries' times all lie in [lo, hi) needs no filter (one Spark
+        # operator less to plan and to run; most entries are inside their tick's range).
+        # (SQL text: one JVM call, where building the Column costs several)
+        cond = f"_time >= {lo}" + ("" if hi is None else f" AND _time < {hi}")
+        out = None
+        for df, exact in parts:
+            if not exact:
+                df = df.filter(cond)
+            out = df if out is None else out.unionByName(df)
         return out
+
+    def _column(self, name: str):
+        """A Spark column reference, built once (each costs a JVM round trip)."""
+        from pyspark.sql import functions as F
+
+        if name not in self._columns:
+            self._columns[name] = F.col(name)
+        return self._columns[name]
 
     def _linked_frames(
         self, spark, which: str, entries: list[LogFile], data, cols, lo: int, hi: int | None
@@ -660,41 +679,58 @@ class SourceRuntime:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from ..spark.plans import Projection
+
         fields = [f for f in self.source.schema if f.name not in ("_time", "_diff")]
-        schema = from_arrow_schema(pa.schema(fields))
+        if "schema" not in self._columns:
+            self._columns["schema"] = from_arrow_schema(pa.schema(fields))
+            self._columns["one"] = F.lit(1).cast("long").alias("_diff")
+        schema = self._columns["schema"]
+        one = self._columns["one"]
         names = [f.name for f in fields]
-        one = F.lit(1).cast("long").alias("_diff")
         sidecar = "__row BIGINT, _time BIGINT, reason STRING"
 
         def event_time(e: LogFile):
             if e.fixed_time is not None:
                 return F.lit(e.fixed_time).cast("long").alias("_time")
-            c = F.col(e.time_column)
-            typ = self.source.schema.field(e.time_column).type
-            return (F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")).alias(
-                "_time"
-            )
+            key = "time:" + e.time_column
+            if key not in self._columns:
+                c = self._column(e.time_column)
+                typ = self.source.schema.field(e.time_column).type
+                t = F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")
+                self._columns[key] = t.alias("_time")
+            return self._columns[key]
 
-        def in_range(e: LogFile, df):
-            # The range again on the stored column itself, which Spark pushes down to the
-            # Parquet reader: row groups whose times all lie outside it are skipped (the
-            # frame's filter on ``_time`` stays the exact one).
+        def in_range(e: LogFile, df) -> tuple[Any, bool]:
+            # The range on the stored column itself, which Spark pushes down to the
+            # Parquet reader: row groups whose times all lie outside it are skipped. For
+            # ms/us timestamps and integers it is also exact (the stamped time is the
+            # column's milliseconds, floored), so no filter on ``_time`` follows.
             if e.fixed_time is not None:
-                return df
-            c = F.col(e.time_column)
+                return df, False
+            c = "`" + e.time_column.replace("`", "``") + "`"
             typ = self.source.schema.field(e.time_column).type
             if pa.types.is_timestamp(typ):
-                bound = lambda t: F.timestamp_millis(F.lit(t))  # noqa: E731
+                bound = "timestamp_millis({})".format
+                # (bounds beyond what a timestamp can hold, like the least time, are
+                # left out: the stamping admits no such time)
+                fits = lambda t: abs(t) < 10**15  # noqa: E731
             elif pa.types.is_integer(typ):
-                bound = F.lit
+                bound, fits = str, lambda t: True  # noqa: E731
             else:
-                return df
-            # (bounds beyond what a timestamp can hold, like the least time, filter nothing)
-            if abs(lo) < 10**15:
-                df = df.filter(c >= bound(lo))
-            if hi is not None and abs(hi) < 10**15:
-                df = df.filter(c < bound(hi))
-            return df
+                return df, False
+            exact = True
+            conds = []
+            if fits(lo):
+                conds.append(f"{c} >= {bound(lo)}")
+            elif lo > 0:
+                exact = False
+            if hi is not None:
+                if fits(hi):
+                    conds.append(f"{c} < {bound(hi)}")
+                else:
+                    exact = False
+            return (df.filter(" AND ".join(conds)) if conds else df), exact
 
         parts = []
         rest = entries
@@ -706,8 +742,19 @@ class SourceRuntime:
             for e in whole:
                 by_stamp.setdefault(e.fixed_time, []).append(e)
             for group in by_stamp.values():
-                df = in_range(group[0], spark.read.schema(schema).parquet(*[e.path for e in group]))
-                parts.append(df.select(*data, event_time(group[0]), one))
+                df = spark.read.schema(schema).parquet(*[e.path for e in group])
+                exact = all(_inside(e, lo, hi) for e in group)
+                if not exact:
+                    df, exact = in_range(group[0], df)
+                if group[0].fixed_time is None:
+                    key = f"project:{group[0].time_column}:{','.join(data)}"
+                    if key not in self._columns:
+                        cols_ = [self._column(c) for c in data]
+                        self._columns[key] = Projection([*cols_, event_time(group[0]), one])
+                    parts.append((self._columns[key].apply(df), exact))
+                else:
+                    cols_ = [self._column(c) for c in data]
+                    parts.append((df.select(*cols_, event_time(group[0]), one), exact))
             rest = [e for e in entries if e not in whole]
         for e in rest:
             df = spark.read.schema(schema).parquet(e.path)
@@ -718,9 +765,9 @@ class SourceRuntime:
                 if e.late:
                     late = spark.read.schema(sidecar).parquet(e.late_path).select("__row")
                     df = df.join(F.broadcast(late), "__row", "left_anti")
-                parts.append(df.select(*data, event_time(e), one))
+                parts.append((df.select(*data, event_time(e), one), _inside(e, lo, hi)))
             else:
                 late = spark.read.schema(sidecar).parquet(e.late_path)
                 df = df.join(F.broadcast(late), "__row", "inner")
-                parts.append(df.select(*cols, "reason", "_time", one))
+                parts.append((df.select(*cols, "reason", "_time", one), _inside(e, lo, hi)))
         return parts

@@ -28,6 +28,7 @@ from ..arrangement.task import KernelTask
 from ..dataflow.plan import Node
 from ..kernels.join import SIDE, JoinSpec
 from ..spark.frames import DIFF, TIME, union_all, with_system
+from ..spark.plans import CompiledStep, map_in_arrow
 from .base import Env, Operator, expiry
 from .keys import KeyRouting
 
@@ -48,6 +49,7 @@ class Join(Operator):
     """Inner join on ``node.params["on"]`` (see the module docstring)."""
 
     stateful = True
+    _compiled: list[CompiledStep] | None = None
 
     def __init__(self, node: Node, env: Env) -> None:
         super().__init__(node, env)
@@ -87,7 +89,12 @@ class Join(Operator):
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         if all(d is None for d in inputs):
             return None
-        parts = [d.select(*cols) for d, cols in zip(inputs, self.sides) if d is not None]
+        if self._compiled is None:
+            self._compiled = [
+                CompiledStep.of(side, self.input_arrow, self.finalize) for side in self.sides
+            ]
+        plans = self._compiled
+        parts = [plan.prep.apply(d) for d, plan in zip(inputs, plans) if d is not None]
         refs = []
         for arrangement, writer in self.refs:
             if writer:
@@ -99,8 +106,9 @@ class Join(Operator):
             self.input_arrow,
             self.output_arrow,
         )
-        routed = self.routing.route(union_all(parts))
-        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
+        routed = self.routing.route(union_all(parts), key=plans[0])
+        out = map_in_arrow(routed, task, self.output_spark, plans[0].args)
+        return plans[0].finalize.apply(out)
 
     def state(self, directory: str) -> dict[str, Any]:
         return {

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.task import Kernel, KernelTask
+from ..spark.plans import CompiledStep, map_in_arrow
 from .base import Operator, expiry
 from .keys import KeyRouting
 
@@ -38,6 +39,7 @@ class KeyedOperator(Operator):
     input_arrow: pa.Schema
     output_arrow: pa.Schema
     output_spark: T.StructType
+    _compiled: CompiledStep | None = None
 
     def kernel_step(self, version: int, expire: tuple[str, int] | None) -> Kernel:
         """The picklable kernel step that writes arrangement `version`."""
@@ -50,8 +52,15 @@ class KeyedOperator(Operator):
         version = self.arrangement.advance()
         step = self.kernel_step(version, expiry(self.node, hi))
         task = KernelTask(step, self.input_arrow, self.output_arrow)
-        routed = self.routing.route(d.select(*self.prep))
-        return routed.mapInArrow(task, self.output_spark).select(*self.finalize)
+        plan = self.compiled()
+        routed = self.routing.route(plan.prep.apply(d), key=plan)
+        return plan.finalize.apply(map_in_arrow(routed, task, self.output_spark, plan.args))
+
+    def compiled(self) -> CompiledStep:
+        """The step's fixed expressions, converted for the JVM once (`sealtime.spark.plans`)."""
+        if self._compiled is None:
+            self._compiled = CompiledStep.of(self.prep, self.input_arrow, self.finalize)
+        return self._compiled
 
     def state(self, directory: str) -> dict[str, Any]:
         return self.arrangement.state()

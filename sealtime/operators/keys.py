@@ -21,7 +21,7 @@ operator without keys (a global aggregate) groups by an internal constant key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -102,7 +102,8 @@ class KeyRouting:
             F.element_at(carrier_array, partition + 1).alias(CARRIER),
             F.lit(False).alias(MARKER),
         ]
-        self._markers: dict[str, DataFrame] = {}
+        self._markers: dict[Hashable, DataFrame] = {}
+        self._carrier: Column | None = None
 
     @classmethod
     def of(
@@ -116,11 +117,14 @@ class KeyRouting:
         found = carriers(env.spark, env.partitions)
         return cls(keys, schema, env.partitions, found, types=types, tasks=env.tasks)
 
-    def route(self, projected: DataFrame) -> DataFrame:
+    def route(self, projected: DataFrame, key: Hashable | None = None) -> DataFrame:
         """Shuffle a frame holding the key columns and `derived` to its partitions, with
-        one marker row per partition."""
-        routed = projected.unionByName(self.markers(projected)).repartition(
-            self.partitions, F.col(CARRIER)
+        one marker row per partition. `key` names the frame's schema when the caller
+        knows it is always the same (it spares a schema lookup through the JVM)."""
+        if self._carrier is None:
+            self._carrier = F.col(CARRIER)
+        routed = projected.unionByName(self.markers(projected, key)).repartition(
+            self.partitions, self._carrier
         )
         return self.coalesce(routed)
 
@@ -131,10 +135,11 @@ class KeyRouting:
             return routed.coalesce(self.tasks)
         return routed
 
-    def markers(self, like: DataFrame) -> DataFrame:
+    def markers(self, like: DataFrame, key: Hashable | None = None) -> DataFrame:
         """One row per partition with `like`'s columns: nulls, except ``__p``, ``__q``,
         ``__m`` (true) and zero ``_time``/``_diff``. Built once per schema."""
-        key = like.schema.json()
+        if key is None:
+            key = like.schema.json()
         if key not in self._markers:
             spark = like.sparkSession
             carrier_array = F.array(*[F.lit(c).cast("int") for c in self.carriers])
