@@ -79,6 +79,23 @@ def to_arrow_schema(schema: Any) -> pa.Schema:
         ) from exc
 
 
+def _column(name: str, values: list[Any], typ: pa.DataType) -> pa.Array:
+    """The column as Arrow; a value of the wrong type is an error naming the column,
+    the item and the value (pyarrow's own message names none of them)."""
+    try:
+        return pa.array(values, type=typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        for i, value in enumerate(values):  # (the error path only: find the culprit)
+            try:
+                pa.array([value], type=typ)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                raise ValueError(
+                    f"Rows: item {i} has {name}={value!r} ({type(value).__name__}), which "
+                    f"is not a {typ}; give a value of that type or change the schema"
+                ) from exc
+        raise
+
+
 class Rows(Source):
     """Rows with explicit logical times and multiplicities.
 
@@ -120,7 +137,7 @@ class Rows(Source):
             diffs.append(int(diff))
             for name in cols:
                 cols[name].append(row.get(name))
-        arrays = {n: pa.array(v, type=self.schema.field(n).type) for n, v in cols.items()}
+        arrays = {n: _column(n, v, self.schema.field(n).type) for n, v in cols.items()}
         table = pa.table(arrays, schema=self.schema)
         table = table.append_column("_time", pa.array(times, pa.int64()))
         table = table.append_column("_diff", pa.array(diffs, pa.int64()))
