@@ -20,12 +20,15 @@ __all__ = [
     "avg",
     "count",
     "count_distinct",
+    "errors",
     "max",
     "min",
     "sinks",
     "sources",
     "subscribe",
     "sum",
+    "testing",
+    "time",
 ]
 
 _LAZY = {
@@ -45,7 +48,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("sources", "sinks"):
+    if name in ("sources", "sinks", "errors", "testing", "time"):
         return importlib.import_module(f"sealtime.{name}")
     if name in _LAZY:
         module, attr = _LAZY[name]

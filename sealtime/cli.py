@@ -82,17 +82,17 @@ def demo(args: argparse.Namespace) -> int:
         st.sinks.Callback(lambda t, lo, hi: print(f"  ({t.num_rows} late bid(s) routed to `late`)"))
     )
 
+    from sealtime.ui import TickProgress
+
+    if getattr(args, "ui", None):
+        from sealtime.ui import parse_address
+
+        print(f"web view: {flow.serve_ui(*parse_address(args.ui)).url}", flush=True)
     started = time.time()
-    state = {"rows": 0}
+    line = TickProgress("demo", file=sys.stdout, every=1)  # one status line per tick
 
     def status(report) -> None:
-        state["rows"] += report.rows_in
-        elapsed = max(time.time() - started, 1e-9)
-        print(
-            f"[tick {report.tick:>4}] frontier {_fmt_time(report.frontier)}  "
-            f"events {state['rows']:,} ({state['rows'] / elapsed:,.0f}/s)  tick {report.seconds * 1000:.0f} ms",
-            flush=True,
-        )
+        line(report)
         if time.time() - started >= args.seconds:
             raise _Stop
 
@@ -174,10 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = sub.add_parser(
         "run", help="run a job (module:function building a Dataflow); resumes its data dir"
     )
-    r.add_argument("job", help="'package.module:function' or 'file.py:function'")
+    r.add_argument(
+        "job", help="'package.module:function', 'file.py:function' or a pipeline 'file.sql'"
+    )
     r.add_argument("--data-dir", required=True)
     r.add_argument("--ticks", type=int, default=None, help="stop after N ticks")
     r.add_argument("--forever", action="store_true", help="run until interrupted")
+    r.add_argument("--ui", metavar="[HOST:]PORT", help="serve the live web view (loopback)")
     rp = sub.add_parser(
         "replay", help="re-run a job from another run's ingest log; outputs go to a new dir"
     )
@@ -185,6 +188,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rp.add_argument("--from", dest="from_dir", required=True, help="data dir of the run")
     rp.add_argument("--data-dir", required=True, help="a new, empty data dir")
     rp.add_argument("--name", default=None, help="the original dataflow's name if it differs")
+    rp.add_argument(
+        "--then-live",
+        action="store_true",
+        help="after the recorded ticks, continue with live input (time reset, timer gap policy)",
+    )
+    rp.add_argument(
+        "--ticks", type=int, default=None, help="with --then-live: stop after N live ticks"
+    )
     d = sub.add_parser(
         "demo", help="run a live generator -> windows -> join pipeline on local Spark"
     )
@@ -194,6 +205,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--window", default="5s")
     d.add_argument("--tick", default="1s")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--ui", metavar="[HOST:]PORT", help="serve the live web view (loopback)")
+    st_ = sub.add_parser("status", help="show a job's bindings, frontiers, checkpoints, shards")
+    st_.add_argument("--data-dir", required=True, help="the job's data dir")
+    st_.add_argument("--metadata", default=None, help="postgresql:// URL of a shared store")
+    st_.add_argument("--json", action="store_true", help="machine-readable output")
     c = sub.add_parser("catalog", help="list the published streams and views")
     c.add_argument("--catalog", help="data dir, catalog HOST:PORT or postgresql:// URL")
     sb = sub.add_parser("subscribe", help="print a publication's updates and progress")
@@ -202,24 +218,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     sb.add_argument("--mode", choices=["stream", "view"], default="stream")
     sb.add_argument("--max-events", type=int, default=0, help="stop after N events")
     sb.add_argument("--timeout", type=float, default=10.0, help="connect timeout (s)")
+    q = sub.add_parser(
+        "sql", help="interactive SQL shell: CREATE SOURCE/VIEW, SUBSCRIBE, SELECT ... AS OF"
+    )
+    q.add_argument("--data-dir", required=True)
+    q.add_argument("--name", default="sql", help="the dataflow's name in the data dir")
     args = parser.parse_args(argv)
     if args.command == "catalog":
         return catalog_cmd(args)
     if args.command == "subscribe":
         return subscribe_cmd(args)
+    if args.command == "sql":
+        from sealtime.sql.shell import run_shell
+
+        return run_shell(args.data_dir, name=args.name)
+    if args.command == "run" and args.job.endswith(".sql"):
+        from sealtime.sql import SqlError
+        from sealtime.sql.pipeline import run_file
+
+        try:
+            return run_file(
+                args.job, args.data_dir, ticks=args.ticks, forever=args.forever, out=sys.stdout
+            )
+        except SqlError as e:
+            print(f"sealtime run {args.job}: {e}", file=sys.stderr, flush=True)
+            return 2
     if args.command == "run":
         from sealtime.jobs import run_job
 
         return run_job(
-            args.job, args.data_dir, ticks=args.ticks, forever=args.forever, out=sys.stdout
+            args.job,
+            args.data_dir,
+            ticks=args.ticks,
+            forever=args.forever,
+            out=sys.stdout,
+            ui=args.ui,
         )
     if args.command == "replay":
         from sealtime.jobs import replay_job
 
-        replay_job(args.job, args.from_dir, args.data_dir, name=args.name, out=sys.stdout)
+        replay_job(
+            args.job,
+            args.from_dir,
+            args.data_dir,
+            name=args.name,
+            then_live=args.then_live,
+            ticks=args.ticks,
+            forever=args.then_live and args.ticks is None,
+            out=sys.stdout,
+        )
         return 0
     if args.command == "demo":
         return demo(args)
+    if args.command == "status":
+        from sealtime.ui.status import status_cmd
+
+        return status_cmd(args.data_dir, metadata=args.metadata, as_json=args.json, out=sys.stdout)
     return 2
 
 

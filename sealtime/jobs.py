@@ -8,7 +8,9 @@ named ``"package.module:build"`` or ``"path/to/file.py:build"``. ``sealtime run 
 --data-dir D`` runs it; killed and run again on the same ``D``, it resumes from its
 bindings, checkpoint and log. ``sealtime replay JOB --from D --data-dir NEW`` re-runs
 it from D's log with D's bindings (tick by tick, the same times), so its sinks in NEW
-receive exactly the original commits.
+receive exactly the original commits; with ``--then-live`` it then hands over to live
+input (``time_reset``, timer gap policies) and runs on like ``sealtime run``. NEW may
+be built by a changed job (more operators, sinks, timers): timers are restamped.
 
 >>> load_job("sealtime.jobs:load_job") is load_job
 True
@@ -20,7 +22,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -59,13 +60,30 @@ def run_job(
     ticks: int | None = None,
     forever: bool = False,
     out: TextIO | None = None,
+    ui: str | None = None,
 ) -> int:
-    """Build the job in `data_dir` and run it (resuming if the directory holds a run)."""
+    """Build the job in `data_dir` and run it (resuming if the directory holds a run).
+    `ui` (``"[HOST:]PORT"``) serves the live web view while it runs (`sealtime.ui`)."""
     flow = load_job(spec)(data_dir)
+    if ui:
+        from .ui import parse_address
+
+        server = flow.serve_ui(*parse_address(ui))
+        if out is not None:
+            print(f"web view: {server.url}", file=out, flush=True)
     engine = flow.engine
     if out is not None and engine.recovered_from:
         print(f"resuming {flow.name!r}: {engine.recovered_from}", file=out, flush=True)
-    reports = flow.run(ticks=ticks, forever=forever)
+    if out is None:
+        reports = flow.run(ticks=ticks, forever=forever)
+    else:
+        from .ui.progress import TickProgress
+
+        # Catch-up after a restart and a backfill of many files show as a progress bar
+        # on a terminal (a plain line every 10 ticks otherwise).
+        what = "catch-up" if engine.recovered_from else "run"
+        with TickProgress(what, total_ticks=ticks, file=out) as bar:
+            reports = flow.run(ticks=ticks, forever=forever, on_tick=bar)
     if out is not None:
         print(
             f"{flow.name}: {len(reports)} ticks, frontier {reports[-1].frontier if reports else '-'}",
@@ -82,32 +100,45 @@ def replay_job(
     data_dir: str,
     *,
     name: str | None = None,
+    then_live: bool = False,
+    ticks: int | None = None,
+    forever: bool = False,
     out: TextIO | None = None,
 ) -> list[Any]:
     """Build the job in the new `data_dir` and replay `from_dir`'s log into it, showing
-    progress (tick i of n, frontier, rows/s) on `out`."""
+    progress (tick i of n, frontier, rows/s) on `out`. With `then_live`, continue with
+    live input afterwards: `ticks` live ticks, or `forever`, or until the sources end.
+    Returns the replayed ticks' reports followed by the live ones."""
     flow = load_job(spec)(data_dir)
-    started = time.perf_counter()
-    rows = 0
+    from .ui.progress import TickProgress
+
+    bar = TickProgress("replay", file=out, every=10) if out is not None else None
 
     def progress(report: Any) -> None:
-        nonlocal rows
-        rows += report.rows_in
-        if out is not None:
-            total = len(flow.engine.replay or [])
-            rate = rows / max(time.perf_counter() - started, 1e-9)
-            print(
-                f"\rreplay tick {report.tick}/{total}  frontier {report.frontier}  "
-                f"{rows:,} rows ({rate:,.0f}/s)",
-                end="",
-                file=out,
-                flush=True,
-            )
+        if bar is not None:
+            if bar.total_ticks is None:
+                bar.set_total(flow.engine.replay_ticks)
+            bar(report)
 
     try:
-        reports = flow.replay(from_dir, name=name, on_tick=progress)
+        if bar is not None:
+            with bar:
+                reports = flow.replay(from_dir, name=name, then_live=then_live, on_tick=progress)
+        else:
+            reports = flow.replay(from_dir, name=name, then_live=then_live)
+        if out is not None:
+            print(f"replayed {len(reports)} ticks into {flow.data_dir}", file=out, flush=True)
+        if then_live:
+            live = flow.run(ticks=ticks, forever=forever)
+            reset = flow.engine.time_reset
+            if out is not None and reset is not None:
+                print(
+                    f"time reset {reset[0]} -> {reset[1]}; {len(live)} live ticks, frontier "
+                    f"{live[-1].frontier if live else '-'}",
+                    file=out,
+                    flush=True,
+                )
+            reports += live
     finally:
         flow.close()
-    if out is not None:
-        print(f"\nreplayed {len(reports)} ticks into {flow.data_dir}", file=out, flush=True)
     return reports

@@ -22,17 +22,10 @@ import contextlib
 import os
 from typing import Any
 
+from ..storage.durable import fsync_file
 from .runs import live_spine, parse_bucket, parse_spine, partition_dir, run_rows
 
 __all__ = ["Arrangement"]
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Arrangement:
@@ -111,9 +104,9 @@ class Arrangement:
                 spine, bucket = parse_spine(name), parse_bucket(name)
                 version = spine[1] if spine else bucket[1] if bucket else None
                 if version is not None and version <= self.version:
-                    _fsync(os.path.join(d, name))
+                    fsync_file(os.path.join(d, name))
             if os.path.isdir(d):
-                _fsync(d)
+                fsync_file(d)
 
     # ------------------------------------------------------------------ housekeeping
     def collect_garbage(self) -> None:

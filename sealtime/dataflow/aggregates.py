@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import SchemaError
+
 __all__ = ["Aggregate", "avg", "count", "count_distinct", "max", "min", "sum"]
 
 _KINDS = ("sum", "count", "min", "max", "avg", "count_distinct")
@@ -44,7 +46,7 @@ class Aggregate:
         >>> sum("name").check("total", s)
         Traceback (most recent call last):
         ...
-        TypeError: aggregate(total=st.sum('name')): column 'name' is string; ...
+        sealtime.errors.SchemaError: aggregate(total=st.sum('name')): column 'name' is string; ...
         """
         from pyspark.sql import types as T
 
@@ -53,16 +55,16 @@ class Aggregate:
         call = f"aggregate({name}=st.{self.kind}({self.column!r}))"
         fields = {f.name: f.dataType for f in schema.fields}
         if self.column not in fields:
-            raise ValueError(f"{call}: no column {self.column!r}; the input has {sorted(fields)}")
+            raise SchemaError(f"{call}: no column {self.column!r}; the input has {sorted(fields)}")
         dtype = fields[self.column]
         if self.kind in ("sum", "avg") and not isinstance(dtype, T.NumericType):
-            raise TypeError(
+            raise SchemaError(
                 f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
                 "a numeric column: cast it first, e.g. "
                 f"with_columns({self.column}=F.col({self.column!r}).cast('double'))"
             )
         if isinstance(dtype, (T.MapType, T.ArrayType, T.StructType)):
-            raise TypeError(
+            raise SchemaError(
                 f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
                 "a column of an orderable, comparable type (numbers, strings, dates, "
                 "timestamps, booleans)"

@@ -7,6 +7,7 @@ expressions; no Python function is called per row.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import PlanError, SchemaError
 from ..spark.plans import Projection
 from .aggregates import Aggregate
 from .fingerprint import frame_text
@@ -41,7 +43,15 @@ class Collection:
 
     Created by `Dataflow.source` and by the operators below; each operator returns a new
     Collection. The frontier of a collection is available as `frontier` while the
-    dataflow runs.
+    dataflow runs. The examples use `sealtime.testing.TestFlow`, whose `updates` returns
+    ``(*row, time, diff)`` tuples in time order.
+
+    >>> import sealtime as st
+    >>> from sealtime.testing import TestFlow
+    >>> t = TestFlow()
+    >>> words = t.rows({"w": "string"}, [(1, {"w": "a"}), (2, {"w": "b"}), (2, {"w": "a"})])
+    >>> t.updates(words.aggregate(by="w", n=st.count()))
+    [('a', 1, 1, 1), ('a', 1, 2, -1), ('a', 2, 2, 1), ('b', 1, 2, 1)]
     """
 
     def __init__(self, flow: Dataflow, node: Node) -> None:
@@ -51,21 +61,60 @@ class Collection:
     # ------------------------------------------------------------------ introspection
     @property
     def schema(self) -> T.StructType:
-        """Spark schema of the data columns (without ``_time``/``_diff``)."""
+        """Spark schema of the data columns (without ``_time``/``_diff``).
+
+        >>> from sealtime.testing import TestFlow
+        >>> TestFlow().rows({"k": "string", "v": "long"}, []).schema.simpleString()
+        'struct<k:string,v:bigint>'
+        """
         return self._node.schema
 
     @property
     def columns(self) -> list[str]:
-        """Names of the data columns."""
+        """Names of the data columns.
+
+        >>> from sealtime.testing import TestFlow
+        >>> TestFlow().rows({"k": "string", "v": "long"}, []).columns
+        ['k', 'v']
+        """
         return self._node.columns
 
     @property
     def name(self) -> str:
+        """The operator's name (a source's: the name it was added with).
+
+        >>> from sealtime.testing import TestFlow
+        >>> TestFlow().rows({"k": "string"}, [], name="bids").name
+        'bids'
+        """
         return self._node.name
 
     @property
+    def node(self) -> Node:
+        """The plan node this collection is the output of (`sealtime.dataflow.plan`)."""
+        return self._node
+
+    @property
+    def flow(self) -> Dataflow:
+        """The dataflow this collection belongs to."""
+        return self._flow
+
+    @property
     def frontier(self) -> int | None:
-        """The times not yet sealed are those >= this value; None = empty (finished)."""
+        """The times not yet sealed are those >= this value; None = empty (finished).
+        Before anything is sealed it is `sealtime.time.MIN_TIME`
+        (`sealtime.time.describe_frontier` says it in words).
+
+        >>> from sealtime.testing import TestFlow
+        >>> from sealtime.time import describe_frontier
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string"}, [(5, {"k": "a"})])
+        >>> describe_frontier(s.frontier)
+        'no time sealed yet'
+        >>> t.run()
+        >>> describe_frontier(s.frontier)
+        'all times sealed'
+        """
         return self._flow._engine_frontier(self._node)
 
     def __repr__(self) -> str:
@@ -105,7 +154,11 @@ class Collection:
     def select(self, *columns: str | Column) -> Collection:
         """Project to `columns` (names or Spark Column expressions).
 
-        >>> # flow.source("s", rows).select("a", (F.col("b") * 2).alias("b2"))
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"a": "long", "b": "long"}, [(1, {"a": 1, "b": 2})])
+        >>> t.updates(s.select("a", (F.col("b") * 2).alias("b2")))
+        [(1, 4, 1, 1)]
         """
         for c in columns:
             if isinstance(c, str) and c in _SYSTEM:
@@ -125,7 +178,11 @@ class Collection:
     ) -> Collection:
         """Add or replace columns given as Spark Column expressions.
 
-        >>> # orders.with_columns(total=F.col("qty") * F.col("price"))
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> orders = t.rows({"qty": "long", "price": "long"}, [(1, {"qty": 3, "price": 5})])
+        >>> t.updates(orders.with_columns(total=F.col("qty") * F.col("price")))
+        [(3, 5, 15, 1, 1)]
         """
         exprs = dict(columns or {})
         exprs.update(named)
@@ -135,7 +192,14 @@ class Collection:
         return self._derive("map", "with_columns", lambda df: df.withColumns(exprs))
 
     def filter(self, condition: Column | str) -> Collection:
-        """Keep rows satisfying `condition` (a Column or a SQL expression string)."""
+        """Keep rows satisfying `condition` (a Column or a SQL expression string).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1}), (1, {"v": 7})])
+        >>> t.updates(s.filter("v > 5"))
+        [(7, 1, 1)]
+        """
         cond = F.expr(condition) if isinstance(condition, str) else condition
         return self._derive("map", "filter", lambda df: df.filter(cond))
 
@@ -143,6 +207,12 @@ class Collection:
         """Replace one row by one row per element of an array expression.
 
         ``col.flat_map(word=F.split("line", " "))`` gives a row per word (``explode``).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> lines = t.rows({"line": "string"}, [(1, {"line": "to be"})])
+        >>> t.updates(lines.flat_map(word=F.split("line", " ")))
+        [('to be', 'be', 1, 1), ('to be', 'to', 1, 1)]
         """
         if len(exploded) != 1:
             raise ValueError("flat_map takes exactly one name=array_expression")
@@ -151,16 +221,39 @@ class Collection:
 
     def map(self, fn: Callable[[DataFrame], DataFrame]) -> Collection:
         """Apply a per-row DataFrame transformation `fn` (it must keep ``_time``/``_diff``
-        and must not aggregate, sort or look at other rows)."""
-        return self._derive("map", getattr(fn, "__name__", "map"), fn)
+        and must not aggregate, sort or look at other rows).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1})])
+        >>> t.updates(s.map(lambda df: df.withColumn("v", F.col("v") + 10)))
+        [(11, 1, 1)]
+        """
+        # The node's name: a function's own name, else its type's (a callable object).
+        named = isinstance(fn, (types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+        return self._derive("map", fn.__name__ if named else type(fn).__name__, fn)
 
     def negate(self) -> Collection:
-        """The same updates with negated multiplicities (``-_diff``)."""
+        """The same updates with negated multiplicities (``-_diff``).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> t.updates(t.rows({"v": "long"}, [(1, {"v": 1})]).negate())
+        [(1, 1, -1)]
+        """
         node = Node("negate", "negate", [self._node], self._node.schema, window=self._node.window)
         return self._flow._add(node)
 
     def consolidate(self) -> Collection:
-        """Sum multiplicities of identical (row, time) updates and drop zeros."""
+        """Sum multiplicities of identical (row, time) updates and drop zeros.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string"}, [(1, {"k": "a"}), (1, {"k": "a"}), (1, {"k": "b"})])
+        >>> both = s.union(s.filter("k = 'b'").negate())
+        >>> t.updates(both.consolidate())
+        [('a', 1, 2)]
+        """
         node = Node(
             "consolidate",
             "consolidate",
@@ -178,14 +271,21 @@ class Collection:
         With `priority_column`, each row carries its input's index (0 = this collection,
         the highest priority) in that column, and order-sensitive operators downstream
         (``top_k``) break ties by it before anything else (Triceps' merge priorities).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> west = t.rows({"item": "string"}, [(1, {"item": "pen"})])
+        >>> east = t.rows({"item": "string"}, [(2, {"item": "ink"})])
+        >>> t.updates(west.union(east, priority_column="source"))
+        [('pen', 0, 1, 1), ('ink', 1, 2, 1)]
         """
         nodes = [self._node] + [o._node for o in others]
         names = [f.name for f in self._node.schema.fields]
         for o in others:
             if o._flow is not self._flow:
-                raise ValueError("union: collections belong to different dataflows")
+                raise PlanError("union: collections belong to different dataflows")
             if sorted(o.columns) != sorted(names):
-                raise ValueError(
+                raise SchemaError(
                     f"union: columns differ: {names} vs {o.columns}; select the same columns first"
                 )
         schema = self._node.schema
@@ -211,6 +311,13 @@ class Collection:
         exclusive) for `Tumbling`/`Sliding`; for `Session`, the sessions are formed per key
         by the `aggregate`/`top_k` that follows. A following aggregate emits each window
         once, when sealed.
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> clicks = t.rows({"page": "string"}, [(1_000, {"page": "a"}), (12_000, {"page": "a"})])
+        >>> t.updates(clicks.window(st.Tumbling("10s")))
+        [('a', 0, 10000, 1000, 1), ('a', 10000, 20000, 12000, 1)]
         """
         if not isinstance(spec, WindowSpec):
             raise TypeError(f"window() takes st.Tumbling, st.Sliding or st.Session, got {spec!r}")
@@ -234,9 +341,63 @@ class Collection:
         )
         return self._flow._add(node)
 
+    def advance_time(self, to: str | int) -> Collection:
+        """Advance every update's time to the next multiple of `to` (a duration): an
+        update at ``t`` moves to ``ceil(t / to) * to``; a time on a multiple stays
+        (differential's ``delay``, Materialize's timestamp rounding). Downstream results
+        then change at most once per `to` of logical time, with no update lost: the
+        accumulated output at each multiple equals the input's at that time, and there
+        is no output at the times in between. The output frontier is the input's rounded
+        up, so a downstream operator seals the multiple ``T`` once every input time
+        ``<= T`` is sealed. Put it before ``window()`` (windows of the coarse time) or
+        after a windowed aggregate — not between the two. See docs/time.md.
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> ev = t.rows({"k": "string"}, [(1, {"k": "a"}), (999, {"k": "a"}), (1001, {"k": "a"})])
+        >>> t.updates(ev.advance_time(to="1s").aggregate(by="k", n=st.count()))
+        [('a', 2, 1000, 1), ('a', 2, 2000, -1), ('a', 3, 2000, 1)]
+        """
+        from .durations import parse_duration
+
+        granularity = parse_duration(to, "advance_time(to)")
+        if granularity < 1:
+            raise ValueError(
+                f"advance_time(to={to!r}): the granularity must be at least 1 ms, e.g. to='1s'"
+            )
+        if self._node.window is not None:
+            raise ValueError(
+                f"advance_time(to={to!r}) after window({self._node.window}): a windowed "
+                "aggregate needs every update inside its window, and rounding can move it "
+                "past window_end; call advance_time() before window(), or on the "
+                "aggregate's output"
+            )
+        node = Node(
+            "advance_time",
+            f"advance_time({granularity}ms)",
+            [self._node],
+            self._node.schema,
+            params={"granularity": granularity},
+            monotonic=self._node.monotonic,
+            priority_column=self._node.priority_column,
+        )
+        return self._flow._add(node)
+
     def inspect(self, fn: Callable[[pa.Table, int | None, int | None], None]) -> Collection:
         """Call ``fn(updates: pyarrow.Table, lower, upper)`` with each sealed range's updates
-        (a debugging tap; the collection passes through unchanged)."""
+        (a debugging tap; the collection passes through unchanged). `lower` is None for
+        the first range, `upper` None once every time is sealed. (Below, the input's
+        frontier moves from nothing sealed to 5, the next time it holds, to done.)
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1}), (5, {"v": 2})])
+        >>> tap = s.inspect(lambda u, lo, hi: print(u.column("v").to_pylist(), lo, hi))
+        >>> t.run()
+        [1] None 5
+        [2] 5 None
+        """
         node = Node(
             "inspect",
             "inspect",
@@ -258,6 +419,14 @@ class Collection:
         Over a windowed collection the window columns join the key and each window is
         emitted once, when sealed; otherwise the result is updated at every time its
         group changes (retracting the previous value).
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> buys = t.rows({"item": "string", "qty": "long"},
+        ...               [(1, {"item": "pen", "qty": 2}), (2, {"item": "pen", "qty": 3})])
+        >>> t.updates(buys.aggregate(by="item", total=st.sum("qty"), n=st.count()))
+        [('pen', 2, 1, 1, 1), ('pen', 2, 1, 2, -1), ('pen', 5, 2, 2, 1)]
         """
         keys = _as_list(by)
         self._check_columns("aggregate(by=...)", keys)
@@ -287,12 +456,69 @@ class Collection:
             "aggregate", keys, {"aggregates": dict(aggregates)}, T.StructType(out_fields), spec
         )
 
+    def timeout(self, by: str | Sequence[str], after: str | int) -> Collection:
+        """A row when a key of `by` has had no update for `after` of logical time.
+
+        For every time ``t`` at which a key's updates do not cancel out, if the key has
+        no update in ``(t, t + after]``, the result gets ``(by..., last_update=t,
+        timed_out_at=t + after)`` at time ``t + after`` (append-only; ``last_update`` and
+        ``timed_out_at`` are ms). It depends only on the data and the bindings — no
+        clock is read — so every run, restart and replay emits the same rows at the same
+        times. An input that is finished times out every key still pending.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> readings = t.rows({"sensor": "string"},
+        ...                   [(1_000, {"sensor": "s1"}), (3_000, {"sensor": "s1"})])
+        >>> t.updates(readings.timeout(by="sensor", after="5s"))
+        [('s1', 3000, 8000, 8000, 1)]
+        """
+        from .durations import parse_duration
+
+        keys = _as_list(by)
+        if not keys:
+            raise ValueError("timeout(by=...) needs at least one key column, e.g. by='sensor'")
+        self._check_columns("timeout(by=...)", keys)
+        after_ms = parse_duration(after, "timeout(after)")
+        if after_ms < 1:
+            raise ValueError(f"timeout(after={after!r}) must be > 0, e.g. after='5m'")
+        clash = [c for c in ("last_update", "timed_out_at") if c in keys]
+        if clash:
+            raise ValueError(
+                f"timeout(by={keys}): {clash} name output columns; rename the key first"
+            )
+        types = {f.name: f for f in self._node.schema.fields}
+        schema = T.StructType(
+            [types[k] for k in keys]
+            + [
+                T.StructField("last_update", T.LongType(), False),
+                T.StructField("timed_out_at", T.LongType(), False),
+            ]
+        )
+        node = Node(
+            "timeout",
+            "timeout",
+            [self._node],
+            schema,
+            params={"by": keys, "after": after_ms},
+            monotonic=True,
+        )
+        return self._flow._add(node)
+
     def top_k(
         self, by: str | Sequence[str] | None = None, order_by: str | Sequence[str] = (), k: int = 1
     ) -> Collection:
         """The first `k` rows per group of `by`, ordered by `order_by` (``"-col"`` is
         descending). Ties are broken by the union priority column, then by the other
-        columns, so the result never depends on arrival order."""
+        columns, so the result never depends on arrival order.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> bids = t.rows({"item": "string", "price": "long"},
+        ...               [(1, {"item": "pen", "price": 3}), (2, {"item": "pen", "price": 9})])
+        >>> t.updates(bids.top_k(by="item", order_by="-price", k=1))
+        [('pen', 3, 1, 1), ('pen', 3, 2, -1), ('pen', 9, 2, 1)]
+        """
         from ..spark.reduce import parse_order_by
 
         keys = _as_list(by)
@@ -340,9 +566,16 @@ class Collection:
         A left join keeps every row of this collection; rows without a match get nulls in
         the other side's columns (it is built from an inner join, a distinct of the other
         side's keys and a negation, so it is differential like the rest).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> sales = t.rows({"item": "string", "qty": "long"}, [(1, {"item": "pen", "qty": 2})])
+        >>> stock = t.rows({"item": "string", "price": "long"}, [(2, {"item": "pen", "price": 4})])
+        >>> t.updates(sales.join(stock, on="item", how="left"))
+        [('pen', 2, None, 1, 1), ('pen', 2, 4, 2, 1), ('pen', 2, None, 2, -1)]
         """
         if other._flow is not self._flow:
-            raise ValueError(
+            raise PlanError(
                 f"join: the other collection belongs to dataflow {other._flow.name!r}, this one "
                 f"to {self._flow.name!r}; build both sides from one Dataflow (a dataflow's "
                 "sources share one clock and one log)"
@@ -388,18 +621,34 @@ class Collection:
         return self._flow._add(node)
 
     def distinct(self) -> Collection:
-        """Set semantics: each row present (positive multiplicity) appears once."""
+        """Set semantics: each row present (positive multiplicity) appears once.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string"}, [(1, {"k": "a"}), (1, {"k": "a"}), (2, {"k": "a"})])
+        >>> t.updates(s.distinct())
+        [('a', 1, 1)]
+        """
         node = Node("distinct", "distinct", [self._node], self._node.schema)
         return self._flow._add(node)
 
     def _check_columns(self, what: str, cols: Sequence[str]) -> None:
         missing = [c for c in cols if c not in self.columns]
         if missing:
-            raise ValueError(f"{what}: no column(s) {missing}; columns are {self.columns}")
+            raise SchemaError(f"{what}: no column(s) {missing}; columns are {self.columns}")
 
     # ------------------------------------------------------------------ outputs
     def sink(self, sink: Any) -> Collection:
-        """Send every sealed time range of this collection to `sink` (``st.sinks.*``)."""
+        """Send every sealed time range of this collection to `sink` (``st.sinks.*``).
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1})])
+        >>> _ = s.sink(st.sinks.Callback(lambda u, lo, hi: print(u.num_rows, "row(s) up to", hi)))
+        >>> t.run()
+        1 row(s) up to None
+        """
         self._flow._add_sink(self._node, sink)
         return self
 
@@ -410,16 +659,43 @@ class Collection:
         into N publishers), ``mode="stream"`` (no history) or ``"view"`` (durable history:
         snapshot + resumable updates), ``host``/``port`` (loopback, ephemeral by default),
         ``history_dir`` (view shards; default ``<data_dir>/publish``) and `Publisher`
-        options. The topic is recorded in the dataflow's catalog (see docs/catalog.md)."""
+        options. The topic is recorded in the dataflow's catalog (see docs/catalog.md).
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1}), (2, {"v": 2})])
+        >>> _ = s.publish("values", mode="view")
+        >>> t.run()
+        >>> sub = st.subscribe("values", catalog=t.flow.data_dir, mode="view")
+        >>> sub.next_event(timeout=10).table.column("v").to_pylist()
+        [1, 2]
+        """
         self._flow._add_publication(self._node, topic, options)
         return self
 
     def updates(self) -> pa.Table:
         """All ``(row..., _time, _diff)`` updates produced so far, consolidated per
-        (row, time) and sorted, as a ``pyarrow.Table``."""
+        (row, time) and sorted, as a ``pyarrow.Table``.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1}), (1, {"v": 1})])
+        >>> t.run()
+        >>> s.updates().to_pylist()
+        [{'v': 1, '_time': 1, '_diff': 2}]
+        """
         return self._flow._updates(self._node)
 
     def to_spark(self, as_of: int | None = None) -> DataFrame:
         """The accumulated contents at time `as_of` (default: the latest sealed time) as a
-        Spark DataFrame, one row per unit of multiplicity."""
+        Spark DataFrame, one row per unit of multiplicity.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1, {"v": 1}), (2, {"v": 2}), (3, {"v": 1}, -1)])
+        >>> t.run()
+        >>> sorted(r.v for r in s.to_spark(as_of=2).collect()), s.to_spark().count()
+        ([1, 2], 1)
+        """
         return self._flow._to_spark(self._node, as_of)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time as _time
-import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -13,18 +13,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import ConfigError, SchemaError
+from ..sinks.base import Sink, SinkBinding
 from ..sources.base import Source
 from ..spark.plans import Projection
 from .collection import Collection
 from .durations import parse_duration
-from .plan import Node, infer_bound
+from .plan import Node, Plan, RunConfig, infer_bound
 
 __all__ = ["Dataflow", "SourceCollection"]
-
-
-#: which dataflow each attached sink object belongs to (by id, with weak references, so
-#: that a sink object given to two collections is refused and no sink is kept alive)
-_SINK_OWNERS: dict[int, tuple[weakref.ref, weakref.ref]] = {}
 
 
 class SourceCollection(Collection):
@@ -45,7 +42,7 @@ class SourceCollection(Collection):
         """One output of a source with several (``Nexmark``: ``"person"``, ``"auction"``,
         ``"bid"``): the rows whose ``_subsource`` is `name`, with that output's columns.
         ``src["bid"]`` is the same. All outputs share the source's binding and frontier."""
-        subsources = getattr(self._node.params["source"], "subsources", None)
+        subsources = self._node.params["source"].subsources
         if not subsources:
             raise ValueError(f"source {self._node.name!r} has no subsources")
         if name not in subsources:
@@ -118,7 +115,7 @@ class Dataflow:
         truncate_log: bool = True,
     ) -> None:
         if not name or not isinstance(name, str):
-            raise ValueError("Dataflow(name) must be a non-empty string")
+            raise ConfigError("Dataflow(name) must be a non-empty string")
         self.name = name
         self.data_dir = os.path.abspath(os.fspath(data_dir or os.path.join("data", name)))
         os.makedirs(self.data_dir, exist_ok=True)
@@ -130,17 +127,17 @@ class Dataflow:
         self.metadata_store = MetadataStore.open(metadata or self.data_dir)
         self.tick_ms = parse_duration(tick, "Dataflow(tick)")
         if self.tick_ms <= 0:
-            raise ValueError("Dataflow(tick) must be > 0, e.g. tick='1s'")
+            raise ConfigError("Dataflow(tick) must be > 0, e.g. tick='1s'")
         self._clock = clock or _time.time
         self._sleep = sleep or _time.sleep
         self.record = record
         if shuffle_partitions is not None and shuffle_partitions < 1:
-            raise ValueError("Dataflow(shuffle_partitions) must be >= 1")
+            raise ConfigError("Dataflow(shuffle_partitions) must be >= 1")
         self.shuffle_partitions = shuffle_partitions
         if checkpoint_every is not None and (
             not isinstance(checkpoint_every, int) or checkpoint_every < 0
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"Dataflow(checkpoint_every={checkpoint_every!r}) must be a number of ticks "
                 ">= 1, or 0/None for no checkpoints"
             )
@@ -153,12 +150,19 @@ class Dataflow:
         self._spark = spark
         self._nodes: list[Node] = []
         self._sinks: list[tuple[Node, Any]] = []
+        #: Called as ``fn(engine, report)`` after every tick (the web view's snapshots).
+        self.tick_observers: list[Callable[[Any, Any], None]] = []
+        self._ui_server: Any = None
+        self._scratch = False  # inside provisional(keep=False)
+        #: views registered by `create_view`, by name (owned by `sealtime.sql`)
+        self.sql_views: dict[str, Any] = {}
         self._source_outputs: dict[tuple[int, str], Collection] = {}
         #: topic -> Publish sink (its ``address`` is where subscribers connect)
         self.publications: dict[str, Any] = {}
         self._catalog: Any = None  # sealtime.pubsub.catalog.Catalog, on first use
         self._catalog_server: Any = None  # its CatalogServer, started by the first publish
         self._engine = None
+        self._time_reset: Collection | None = None  # `time_reset`, on first use
 
     # ------------------------------------------------------------------ building
     def source(
@@ -169,10 +173,20 @@ class Dataflow:
         time: str | None = None,
         lateness: str | int | None = None,
         max_rows_per_tick: int | None = None,
+        idle_timeout: str | int | None = None,
     ) -> SourceCollection:
         """Add a source. Without `time`, rows get ingestion time (the tick's binding time);
         with ``time="col"`` the column is the event time and `lateness` bounds how far
-        behind the largest event time seen a record may be before it is late."""
+        behind the largest event time seen a record may be before it is late.
+
+        `idle_timeout` (event time only): when the source has read nothing for that
+        long on the ticker's clock (``Dataflow(clock=...)``), its event-time frontier
+        moves to the clock minus `lateness`, so windows seal without new data. The
+        advancement is recorded in the tick's binding (replay repeats it); a record
+        that arrives below it goes to ``late`` with a reason naming idleness.
+
+        >>> # flow.source("s", src, time="ts", lateness="4s", idle_timeout="5s")
+        """
         if self._engine is not None:
             raise RuntimeError("Dataflow: add sources before the first run()")
         if any(n.kind == "source" and n.name == name for n in self._nodes):
@@ -181,21 +195,35 @@ class Dataflow:
             raise TypeError(
                 f"source {name!r}: expected a sealtime Source, got {type(source).__name__}"
             )
-        explicit = getattr(source, "time_column", None) == "_time"
+        explicit = source.time_column == "_time"
         if time is not None and time not in source.schema.names:
-            raise ValueError(
+            raise SchemaError(
                 f"source {name!r}: time={time!r} is not a column of the source; its columns "
                 f"are {source.schema.names} (name the event-time column, or leave time out "
                 "for ingestion time)"
             )
         if lateness is not None and time is None:
-            raise ValueError(
+            raise ConfigError(
                 f"source {name!r}: lateness={lateness!r} needs time='<event time column>'; "
                 "ingestion-time sources are never late"
             )
         lateness_ms = (
             parse_duration(lateness, f"source {name!r} lateness") if lateness is not None else None
         )
+        idle_ms = None
+        if idle_timeout is not None:
+            if time is None and not explicit:
+                raise ConfigError(
+                    f"source {name!r}: idle_timeout={idle_timeout!r} needs event time "
+                    "(time='<event time column>'); an ingestion-time source's frontier "
+                    "follows the clock already, so leave idle_timeout out"
+                )
+            idle_ms = parse_duration(idle_timeout, f"source {name!r} idle_timeout")
+            if idle_ms < 1:
+                raise ConfigError(
+                    f"source {name!r}: idle_timeout={idle_timeout!r} must be > 0, "
+                    "e.g. idle_timeout='5s'"
+                )
         names = [n for n in source.schema.names if n not in ("_time", "_diff")]
         spark_schema = self._spark_schema(source.schema, names)
         node = Node(
@@ -208,20 +236,31 @@ class Dataflow:
                 "time": time,
                 "lateness": lateness_ms,
                 "max_rows": max_rows_per_tick,
+                # (only when set: a plan without it keeps the fingerprint it had)
+                **({"idle_timeout": idle_ms} if idle_ms is not None else {}),
             },
-            monotonic=not explicit or bool(getattr(source, "monotonic", False)),
+            monotonic=source.insert_only,
         )
-        if explicit and hasattr(source, "table"):
-            node.monotonic = bool(
-                pa.compute.all(pa.compute.greater(source.table.column("_diff"), 0)).as_py()
-                or source.table.num_rows == 0
-            )
         self._add(node)
         # The side outputs exist from the start, so they can be read after a run; unread
         # ones cost nothing (the engine skips stateless outputs nobody reads).
         for which in ("late", "errors", "health"):
             self._source_output(node, which)
         return SourceCollection(self, node)
+
+    def sql(self, query: str) -> Collection:
+        """The collection a SQL query (Spark SQL dialect) defines over this dataflow's
+        sources and views, named as tables (see docs/sql.md; errors: `SqlError`)."""
+        from ..sql import sql
+
+        return sql(self, query)
+
+    def create_view(self, name: str, query: str | Collection) -> Collection:
+        """Like `sql`, and register the result as table `name` for later SQL (a
+        `Collection` may be registered too)."""
+        from ..sql import create_view
+
+        return create_view(self, name, query)
 
     def _spark_schema(self, schema: pa.Schema, names: list[str]) -> T.StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -254,8 +293,53 @@ class Dataflow:
             self._source_outputs[key] = Collection(self, out)
         return self._source_outputs[key]
 
+    # ------------------------------------------------------------------ graph access
+    @property
+    def spark(self) -> SparkSession:
+        """The SparkSession this dataflow runs on."""
+        return self._spark
+
+    @property
+    def started(self) -> bool:
+        """True once the first `run()` (or `replay()`) started the engine: the graph is
+        fixed from then on."""
+        return self._engine is not None
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """The plan's operator nodes so far, in the order they were added (topological)."""
+        return tuple(self._nodes)
+
+    @contextlib.contextmanager
+    def provisional(self, *, keep: bool = True) -> Iterator[list[Node]]:
+        """Add operators tentatively: those added inside the block are removed again if
+        it raises, and always when `keep` is False (to show what a query *would* add,
+        as ``EXPLAIN`` does; then even a started dataflow accepts them, since they never
+        run). The yielded list holds the added nodes once the block ends.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string"}, [])
+        >>> with t.flow.provisional(keep=False) as added:
+        ...     _ = s.distinct()
+        >>> [n.kind for n in added], len(t.flow.nodes) == 4
+        (['distinct'], True)
+        """
+        n = len(self._nodes)
+        added: list[Node] = []
+        scratch, self._scratch = self._scratch, self._scratch or not keep
+        kept = False
+        try:
+            yield added
+            kept = keep
+        finally:
+            self._scratch = scratch
+            added.extend(self._nodes[n:])
+            if not kept:
+                del self._nodes[n:]
+
     def _add(self, node: Node) -> Collection:
-        if self._engine is not None:
+        if self._engine is not None and not self._scratch:
             raise RuntimeError("Dataflow: the graph cannot change after the first run()")
         node.id = len(self._nodes)
         node.bounded_by = infer_bound(node)
@@ -265,20 +349,22 @@ class Dataflow:
     def _add_sink(self, node: Node, sink: Any) -> None:
         if self._engine is not None:
             raise RuntimeError("Dataflow: add sinks before the first run()")
-        if not hasattr(sink, "commit"):
-            raise TypeError(f"sink(): expected a sealtime sink (st.sinks.*), got {sink!r}")
-        owner = _SINK_OWNERS.get(id(sink))
-        if owner is not None and owner[0]() is sink and owner[1]() is not None:
-            where = "this dataflow" if owner[1]() is self else f"dataflow {owner[1]().name!r}"
-            raise ValueError(
-                f"sink(): this {type(sink).__name__} object already receives a collection of "
-                f"{where}; its commit log holds one collection's ranges, so give each "
-                "collection its own sink object"
+        if not isinstance(sink, Sink):
+            raise TypeError(
+                f"sink(): expected a sealtime sink (st.sinks.*, or a subclass of "
+                f"st.sinks.Sink), got {sink!r}"
             )
-        if hasattr(sink, "attach"):
-            sink.attach(self, node)
+        sink.bind(
+            SinkBinding(
+                dataflow=self.name,
+                data_dir=self.data_dir,
+                store=self.metadata_store,
+                collection=node.name,
+                schema=node.schema,
+            ),
+            owner=self,
+        )
         self._sinks.append((node, sink))
-        _SINK_OWNERS[id(sink)] = (weakref.ref(sink), weakref.ref(self))
 
     def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -334,6 +420,21 @@ class Dataflow:
         None before the first publication."""
         return None if self._catalog_server is None else self._catalog_server.address
 
+    def serve_ui(self, host: str = "127.0.0.1", port: int = 0, *, history: int = 120) -> Any:
+        """Serve the live web view of this dataflow (graph, frontiers, sources, tick
+        plot, bindings, checkpoints) and Prometheus metrics at ``/metrics``.
+
+        Loopback by default; pass another `host` (e.g. ``"0.0.0.0"``) only to expose it.
+        `port` 0 picks a free port. Returns the `sealtime.ui.UiServer` (``.url``,
+        ``.close()``); `close()` of the dataflow stops it too. The engine publishes one
+        snapshot per tick; the server reads only those (`sealtime.ui.Monitor`).
+        """
+        if self._ui_server is None:
+            from ..ui import serve_ui
+
+            self._ui_server = serve_ui(self, host, port, history=history)
+        return self._ui_server
+
     def close_publications(self) -> None:
         """Stop publishing: remove this dataflow's publications from the catalog, close
         their publishers (subscribers get ``Close``) and the catalog server."""
@@ -357,12 +458,47 @@ class Dataflow:
     def _clock_ms(self) -> int:
         return int(self._clock() * 1000)
 
+    def compile(self) -> Plan:
+        """The frozen `Plan` the engine runs: nodes, sinks and run settings. It checks
+        itself (every node and sink belongs to this dataflow, each sink object is used
+        once) and has the canonical fingerprint a resumed data dir is checked against.
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> _ = t.rows({"k": "string"}, [], name="s").distinct()
+        >>> [n.kind for n in t.flow.compile().nodes][-1], t.flow.compile().config.name
+        ('distinct', 'test')
+        """
+        return Plan(
+            tuple(self._nodes),
+            tuple(self._sinks),
+            RunConfig(
+                name=self.name,
+                data_dir=self.data_dir,
+                record=self.record,
+                shuffle_partitions=self.shuffle_partitions,
+                checkpoint_every=self.checkpoint_every,
+                truncate_log=self.truncate_log,
+            ),
+        )
+
+    def _new_engine(self, replay_from: Any = None) -> Any:
+        from ..engine.coordinator import Engine
+
+        return Engine(
+            self.compile(),
+            self.metadata_store,
+            self._spark,
+            self._clock_ms,
+            replay_from=replay_from,
+            observers=self.tick_observers,
+        )
+
     @property
     def engine(self):
         if self._engine is None:
-            from ..engine.coordinator import Engine
-
-            self._engine = Engine(self)
+            self._engine = self._new_engine()
         return self._engine
 
     def run(
@@ -375,7 +511,9 @@ class Dataflow:
         frontier is empty (default), or `forever` (paced by the ticker's clock).
         Returns the tick reports."""
         engine = self.engine
-        if ticks is None and not forever and engine.replay is None:
+        # (a finished replay that does not go live: run() until finished has nothing to
+        # do; asking for ticks raises an error saying why — Engine.check_can_tick)
+        if ticks is None and not forever and not engine.replaying and not engine.finished():
             for node in self._nodes:
                 if node.kind == "source" and not node.params["source"].finite:
                     raise ValueError(
@@ -408,49 +546,69 @@ class Dataflow:
         *,
         from_metadata: str | None = None,
         name: str | None = None,
+        then_live: bool = False,
         on_tick: Callable[[Any], None] | None = None,
     ) -> list[Any]:
-        """Re-run this dataflow from another run's ingest log and bindings (read in place,
-        never changed), tick by tick with the original binding times, so every sink gets
+        """Re-run this dataflow from another run's ingest log and bindings (read, never
+        changed), tick by tick with the original binding times, so every sink gets
         exactly the commits of the original run. This dataflow's own `data_dir` must be
-        new. `name` is the original dataflow's name (default: this one's)."""
-        from ..engine.bindings import BindingLog
-        from ..engine.coordinator import Engine
-        from ..storage import MetadataStore
+        new (or hold an interrupted replay of the same run, which continues). `name` is
+        the original dataflow's name (default: this one's). Returns the replayed ticks'
+        reports.
+
+        * `then_live`: afterwards, `run()` continues with live input: sources read on
+          from the positions of the last replayed binding, `time_reset` emits
+          ``(last replayed time, first live time)`` once, timers apply their gap policy
+          (``Timer(gap=...)``). Without it, `run()` after the replay raises an error
+          saying so.
+        * The graph may differ from the recorded one (more operators, sinks, timers):
+          recorded sources are reused, timers are restamped from the recorded binding
+          times, and the new data dir's log replays exactly in its turn
+          (`sealtime.engine.replay`).
+
+        >>> # flow.replay("data/yesterday", then_live=True); flow.run(forever=True)
+        """
+        from ..engine.replay import ReplayPlan
 
         if self._engine is not None:
             raise RuntimeError("replay() must be the first run of a Dataflow")
         source_dir = os.path.abspath(os.fspath(from_data_dir))
         if source_dir == self.data_dir:
             raise ValueError("replay(from_data_dir=...) must differ from this data_dir")
-        store = MetadataStore.open(from_metadata or source_dir)
-        original = BindingLog(store, name or self.name)
-        if not original.load():
-            raise ValueError(
-                f"replay: no bindings for dataflow {name or self.name!r} in {source_dir}; "
-                "pass the data_dir (and name=) of the run to replay"
-            )
-        if original.store.kv_get("log-truncation", original.flow):
-            raise ValueError(
-                f"replay: the log in {source_dir} was truncated behind a checkpoint; "
-                "replaying from the beginning needs a run with truncate_log=False"
-            )
-        self._engine = Engine(self, replay_from=original)
-        try:
-            return self.run(on_tick=on_tick)
-        finally:
-            store.close()
+        plan = ReplayPlan.load(
+            source_dir, name or self.name, metadata=from_metadata, then_live=then_live
+        )
+        self._engine = engine = self._new_engine(replay_from=plan)
+        remaining = engine.replay_ticks - engine.tick_no
+        return self.run(ticks=remaining, on_tick=on_tick) if remaining > 0 else []
+
+    @property
+    def time_reset(self) -> Collection:
+        """One row ``(from_time, to_time)`` at time ``to_time`` when a replay hands over
+        to live input (``replay(..., then_live=True)``): the last replayed binding time
+        and the first live one. Empty in every other run. Read it to cancel or fire what
+        would have happened in the gap; `Timer` applies its own gap policy.
+
+        >>> # flow.time_reset.sink(st.sinks.Callback(lambda t, lo, hi: print(t)))
+        """
+        if self._time_reset is None:
+            from ..sources.timer import TimeReset
+
+            self._time_reset = self.source("time_reset", TimeReset())
+        return self._time_reset
 
     def close(self) -> None:
         """Close source readers, sinks and the metadata store."""
         if self._engine is not None:
             self._engine.close()
+        if self._ui_server is not None:
+            self._ui_server.close()
+            self._ui_server = None
         self.close_publications()
         published = {id(s) for s in self.publications.values()}
         for _, sink in self._sinks:
-            close = getattr(sink, "close", None)
-            if close is not None and id(sink) not in published:
-                close()
+            if id(sink) not in published:
+                sink.close()
         self.metadata_store.close()
 
     def resumption_frontier(self) -> dict[str, Any]:

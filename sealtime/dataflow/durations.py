@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ..errors import ConfigError
+
 __all__ = ["parse_duration"]
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -22,19 +24,19 @@ def parse_duration(value: str | int, setting: str = "duration") -> int:
     >>> parse_duration("ten", "lateness")
     Traceback (most recent call last):
     ...
-    ValueError: lateness='ten' is not a duration: write e.g. '4s', '250ms', '1m' or an int of milliseconds
+    sealtime.errors.ConfigError: lateness='ten' is not a duration: write e.g. '4s', '250ms', '1m' or an int of milliseconds
     """
     if isinstance(value, bool):
-        raise ValueError(f"{setting}={value!r} is not a duration: use e.g. '4s' or an int of ms")
+        raise ConfigError(f"{setting}={value!r} is not a duration: use e.g. '4s' or an int of ms")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{setting}={value!r} is negative: durations must be >= 0")
+            raise ConfigError(f"{setting}={value!r} is negative: durations must be >= 0")
         return value
     if isinstance(value, str):
         match = _PATTERN.match(value)
         if match:
             return int(round(float(match.group(1)) * _UNITS[match.group(2)]))
-    raise ValueError(
+    raise ConfigError(
         f"{setting}={value!r} is not a duration: write e.g. '4s', '250ms', '1m' "
         "or an int of milliseconds"
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from .windows import WindowSpec
 
-__all__ = ["WINDOW_END", "Node", "infer_bound"]
+__all__ = ["WINDOW_END", "Node", "Plan", "RunConfig", "infer_bound"]
 
 WINDOW_END = "window_end"
 
@@ -28,7 +28,7 @@ class Node:
     """One operator of the dataflow graph.
 
     `kind` is one of: source, source_output, map, union, consolidate, negate, reduce,
-    windowed_reduce, join, distinct, window, inspect.
+    windowed_reduce, join, distinct, window, inspect, advance_time, timeout.
     """
 
     kind: str
@@ -85,3 +85,80 @@ def infer_bound(node: Node) -> str | None:
     if node.kind == "join" and WINDOW_END in node.params.get("on", ()):
         return WINDOW_END
     return None
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The settings of a run that the engine needs (no user objects, no Spark).
+
+    >>> RunConfig("f", "/tmp/d", record=False).checkpoint_every is None
+    True
+    """
+
+    name: str
+    data_dir: str
+    record: bool = True
+    shuffle_partitions: int | None = None
+    checkpoint_every: int | None = None
+    truncate_log: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `Dataflow.compile()` hands the engine: the operator nodes in topological
+    order, each sink with the node it reads, and the run settings. Frozen: the engine
+    never looks at the `Dataflow` object, and the graph cannot change under a run.
+
+    `fingerprint()` is the canonical text of every node and sink kind: a data dir
+    written by one plan is refused to a plan with another (naming the first
+    difference).
+
+    >>> from pyspark.sql import types as T
+    >>> src = Node("source", "s", [], T.StructType([T.StructField("k", T.StringType())]))
+    >>> plan = Plan((src,), (), RunConfig("f", "/tmp/d"))
+    >>> plan.fingerprint()
+    ["source:s:[]:['k']:{}"]
+    >>> Plan((Node("map", "m", [src], src.schema),), (), RunConfig("f", "/tmp/d"))
+    Traceback (most recent call last):
+    ...
+    sealtime.errors.PlanError: plan: node 'm' reads node 's', which is not in this plan (a collection of another dataflow?)
+    """
+
+    nodes: tuple[Node, ...]
+    sinks: tuple[tuple[Node, Any], ...]
+    config: RunConfig
+
+    def __post_init__(self) -> None:
+        from ..errors import PlanError
+
+        known = {id(n) for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                if id(i) not in known:
+                    raise PlanError(
+                        f"plan: node {n.name!r} reads node {i.name!r}, which is not in this "
+                        "plan (a collection of another dataflow?)"
+                    )
+        seen: set[int] = set()
+        for node, sink in self.sinks:
+            if id(node) not in known:
+                raise PlanError(f"plan: a sink reads node {node.name!r}, not in this plan")
+            if id(sink) in seen:
+                raise PlanError(
+                    f"plan: one {type(sink).__name__} object receives two collections; give "
+                    "each collection its own sink object"
+                )
+            seen.add(id(sink))
+
+    def fingerprint(self) -> list[str]:
+        """Every node's kind, name, inputs, columns and canonical parameters (each
+        expression, aggregate, window spec, join kind), and each sink's kind
+        (`sealtime.dataflow.fingerprint`)."""
+        from .fingerprint import canonical
+
+        lines = [
+            f"{n.kind}:{n.name}:{[i.id for i in n.inputs]}:{n.columns}:{canonical(n.params)}"
+            for n in self.nodes
+        ]
+        lines += [f"sink:{node.id}:{type(sink).__name__}" for node, sink in self.sinks]
+        return lines

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from .durations import parse_duration
 
 __all__ = ["Session", "Sliding", "Tumbling", "WindowSpec"]
@@ -39,7 +40,7 @@ class Tumbling(WindowSpec):
     def __init__(self, size: str | int, offset: str | int = 0) -> None:
         size_ms = parse_duration(size, "Tumbling(size)")
         if size_ms <= 0:
-            raise ValueError("Tumbling(size) must be > 0, e.g. Tumbling('10s')")
+            raise ConfigError("Tumbling(size) must be > 0, e.g. Tumbling('10s')")
         object.__setattr__(self, "size", size_ms)
         object.__setattr__(self, "offset", parse_duration(offset, "Tumbling(offset)") % size_ms)
 
@@ -60,9 +61,9 @@ class Sliding(WindowSpec):
         size_ms = parse_duration(size, "Sliding(size)")
         slide_ms = parse_duration(slide, "Sliding(slide)")
         if size_ms <= 0 or slide_ms <= 0:
-            raise ValueError("Sliding(size, slide) must both be > 0, e.g. Sliding('10s', '2s')")
+            raise ConfigError("Sliding(size, slide) must both be > 0, e.g. Sliding('10s', '2s')")
         if slide_ms > size_ms:
-            raise ValueError(
+            raise ConfigError(
                 f"Sliding(slide={slide_ms}ms) is larger than size={size_ms}ms, which would "
                 "skip rows: use slide <= size (or Tumbling for slide == size)"
             )
@@ -86,5 +87,5 @@ class Session(WindowSpec):
     def __init__(self, gap: str | int) -> None:
         gap_ms = parse_duration(gap, "Session(gap)")
         if gap_ms <= 0:
-            raise ValueError("Session(gap) must be > 0, e.g. Session('30s')")
+            raise ConfigError("Session(gap) must be > 0, e.g. Session('30s')")
         object.__setattr__(self, "gap", gap_ms)

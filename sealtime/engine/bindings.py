@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import PlanChangedError
 from ..storage.metadata import MetadataStore
 
 __all__ = ["Binding", "BindingLog", "PlanChangedError"]
@@ -49,10 +50,6 @@ _MIGRATIONS = [
     "flow TEXT NOT NULL, tick BIGINT NOT NULL, manifest TEXT NOT NULL, "
     "PRIMARY KEY (flow, tick))",
 ]
-
-
-class PlanChangedError(RuntimeError):
-    """The dataflow's graph differs from the one that wrote the log in this data dir."""
 
 
 @dataclass(frozen=True)

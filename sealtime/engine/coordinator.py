@@ -20,9 +20,10 @@ times, and it is injectable.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,17 +32,29 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..dataflow.fingerprint import canonical
-from ..dataflow.plan import Node
+from ..dataflow.plan import Node, Plan
 from ..operators import Env, Operator, build, kernel_tasks
+from ..sinks.base import CommitContext
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore
-from ..time.order import MAX_TIME, MIN_TIME
+from ..storage.durable import fsync_file
+from ..storage.metadata import MetadataStore
+from ..time.order import MAX_TIME, MIN_TIME, describe_frontier
 from .bindings import Binding, BindingLog
 from .checkpoint import remove
 from .failpoints import failpoint
-from .frontiers import FrontierTracker, f_min
-from .ingest import SourceRuntime, _fsync, unreferenced_paths
+from .frontiers import FrontierTracker, f_min, node_summary
+from .ingest import SourceRuntime, unreferenced_paths
+from .replay import (
+    ReplayPlan,
+    hand_over,
+    hand_over_tick,
+    link_part,
+    open_live,
+    read_marker,
+    restamped,
+    write_marker,
+)
 
 __all__ = ["ROUTING_CONF", "Engine", "TickReport"]
 
@@ -49,48 +62,89 @@ __all__ = ["ROUTING_CONF", "Engine", "TickReport"]
 ROUTING_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.unionOutputPartitioning": "false",
+    # Timestamps in Spark-written Parquet as UTC microseconds (not the legacy INT96,
+    # which pyarrow reads as naive nanoseconds): shards check files against their
+    # Arrow schema, timestamp[us, tz=UTC].
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 
 @dataclass
 class TickReport:
-    """What one tick did (for status lines, tests and benchmarks)."""
+    """What one tick did (for status lines, tests and benchmarks).
+
+    * `frontier`: the sources' combined frontier after the tick (None: all sealed).
+    * `sealed`: per operator that ran, the times it sealed this tick, ``[lo, hi)``;
+      ``lo`` is None when no time was sealed before this tick and ``hi`` is None when
+      every time is sealed now (the internal minimum time never shows).
+
+    >>> r = TickReport(1, 1000, 1001, 5, 0.1, {3: (None, 1001)})
+    >>> str(r)
+    'tick 1 at 1000: 5 rows in, sealed before 1001, 0.100 s'
+    """
 
     tick: int
     into_time: int
     frontier: int | None
     rows_in: int
     seconds: float
-    sealed: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    sealed: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (
+            f"tick {self.tick} at {self.into_time}: {self.rows_in} rows in, "
+            f"{describe_frontier(self.frontier)}, {self.seconds:.3f} s"
+        )
 
 
 class Engine:
-    """Runs the plan of a `Dataflow` tick by tick. Internal; users call `Dataflow.run`."""
+    """Runs a compiled `Plan` tick by tick. Internal; users call `Dataflow.run`.
 
-    def __init__(self, flow, replay_from: BindingLog | None = None) -> None:
-        self.flow = flow
-        self.spark = flow._spark
-        self.nodes: list[Node] = list(flow._nodes)
+    It sees only the plan (nodes, sinks, settings), the metadata store, the
+    SparkSession and the ticker's clock (ms) — never the `Dataflow` object.
+    `observers` are called as ``fn(engine, report)`` after each tick.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        store: MetadataStore,
+        spark: Any,
+        clock_ms: Callable[[], int],
+        *,
+        replay_from: ReplayPlan | None = None,
+        observers: Sequence[Callable[[Engine, TickReport], None]] = (),
+    ) -> None:
+        self.plan = plan
+        self.config = config = plan.config
+        self.store = store
+        self.clock_ms = clock_ms
+        # (the caller's list: observers added later, e.g. by serve_ui, are seen too)
+        self.observers = observers
+        self.spark = spark
+        self.nodes: list[Node] = list(plan.nodes)
         self.sources: dict[int, SourceRuntime] = {}
         self.ops: dict[int, Operator] = {}
         self.done: dict[int, int | None] = {}
         #: updates that arrived at an input ahead of its operator: (frame, time bound)
         self.pending: dict[tuple[int, int], tuple[DataFrame, int]] = {}
         self.trace: dict[int, list[DataFrame]] = {}
+        self._compacted: set[int] = set()  # traces that are one materialised frame
         self.consumers: dict[int, int] = {n.id: 0 for n in self.nodes}
         self.tick_no = 0
         self.last_into = MIN_TIME
         self.bindings: list[dict[str, Any]] = []
         self.acknowledged: dict[str, Any] = {}
-        self.partitions = flow.shuffle_partitions or self._partitions()
+        self.partitions = config.shuffle_partitions or self._partitions()
         # Arrangements route keys with explicit hash partitioning that must reach the
         # kernels as it is: adaptive execution would coalesce or split partitions, and a
         # union that reports its children's partitioning lets Spark push the shuffle
         # below the union (task i then holds partition i - P). Kernels check it.
+        # (and Parquet timestamps as the shards expect them; see ROUTING_CONF)
         for key, value in ROUTING_CONF.items():
             self.spark.conf.set(key, value)
-        self.checkpoint_every = getattr(flow, "checkpoint_every", None)
-        self.truncate_log = getattr(flow, "truncate_log", False)
+        self.checkpoint_every = config.checkpoint_every
+        self.truncate_log = config.truncate_log
         self.recovered_from: dict[str, Any] = {}
         for node in self.nodes:
             if node.kind == "source_output":
@@ -99,7 +153,7 @@ class Engine:
                 self.consumers[inp.id] += 1
             if node.kind == "inspect":  # the tap computes its input once more
                 self.consumers[node.inputs[0].id] += 1
-        for node, _ in flow._sinks:
+        for node, _ in plan.sinks:
             self.consumers[node.id] += 1
         #: outputs whose plan runs a kernel (a stateful operator upstream): worth caching
         #: when read twice. Others are scans and expressions over the log, which Spark
@@ -107,18 +161,11 @@ class Engine:
         self.runs_kernel: dict[int, bool] = {}
 
         # Durable state: the bindings (remap collection) and checkpoints of this dataflow.
-        self.log = BindingLog(flow.metadata_store, flow.name)
-        self.log.check_plan(self._fingerprint())
+        self.log = BindingLog(store, config.name)
+        self.log.check_plan(plan.fingerprint())
         stored = self.log.load()
-        self.replay: list[Binding] | None = None
-        if replay_from is not None:
-            if stored:
-                raise RuntimeError(
-                    f"replay: Dataflow({flow.name!r}) already has {len(stored)} bindings in its "
-                    "data_dir; replay into a new, empty data_dir"
-                )
-            self.replay = replay_from.load()
-        truncated = flow.metadata_store.kv_get("log-truncation", flow.name, {})
+        self._init_replay(replay_from, stored)
+        truncated = store.kv_get("log-truncation", config.name, {})
         restored = _restore_sources(stored, truncated)
         acked = BindingLog.resumption_positions([b.sources for b in stored], self._durable_upper())
         if stored:
@@ -133,20 +180,25 @@ class Engine:
                 self.sources[node.id] = SourceRuntime(
                     name=node.name,
                     source=p["source"],
-                    log_dir=os.path.join(flow.data_dir, "log", node.name),
+                    log_dir=os.path.join(config.data_dir, "log", node.name),
                     time_column=p.get("time"),
                     lateness=p.get("lateness"),
+                    idle_timeout=p.get("idle_timeout"),
                     max_rows=p.get("max_rows"),
                     restored=restored.get(node.name),
                     acknowledged=acked.get(node.name),
-                    replay=self.replay is not None,
+                    replay=self.replaying,
                 )
+                if self.replaying and restamped(p["source"]):
+                    # Clocked sources are read again at the recorded binding times.
+                    src = self.sources[node.id]
+                    src.reader = src.source.resume(src.position, None)
         shared: dict[Any, Any] = {}
         tasks = kernel_tasks(self.spark.sparkContext.master, self.partitions)
         for node in self.nodes:
             env = Env(
                 spark=self.spark,
-                state_dir=os.path.join(flow.data_dir, "state", f"n{node.id:04d}-{node.kind}"),
+                state_dir=os.path.join(config.data_dir, "state", f"n{node.id:04d}-{node.kind}"),
                 partitions=self.partitions,
                 sources=self.sources,
                 shared=shared,
@@ -156,7 +208,7 @@ class Engine:
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
                 self.runs_kernel[i.id] for i in node.inputs
             )
-        self.spill = SpillStore(self.spark, os.path.join(flow.data_dir, "spill", "pending"))
+        self.spill = SpillStore(self.spark, os.path.join(config.data_dir, "spill", "pending"))
         self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
         checkpoints = self.log.checkpoints() if stored else []
@@ -167,23 +219,89 @@ class Engine:
             for op in self.ops.values():
                 op.restore({})  # empty state: files of a run that never checkpointed go
 
-    def _fingerprint(self) -> list[str]:
-        """Every node's kind, name, inputs, columns and canonical parameters (each
-        expression, aggregate, window spec, join kind), and each sink's kind: what a
-        resumed data dir must have been written by (`sealtime.dataflow.fingerprint`)."""
-        plan = [
-            f"{n.kind}:{n.name}:{[i.id for i in n.inputs]}:{n.columns}:{canonical(n.params)}"
-            for n in self.nodes
-        ]
-        plan += [f"sink:{node.id}:{type(sink).__name__}" for node, sink in self.flow._sinks]
-        return plan
+    # ------------------------------------------------------------------ replay
+    def _init_replay(self, plan: ReplayPlan | None, stored: list[Binding]) -> None:
+        """Replay state (`sealtime.engine.replay`): the recorded bindings still to
+        replay, and the tick that hands over to live input. A data dir holding a replay
+        keeps a marker, so a restart continues an interrupted replay, hands over if the
+        replay finished just before, or refuses to run a finished replay-only dir."""
+        store = self.store
+        marker = read_marker(store, self.config.name)
+        if plan is not None:
+            same = marker is not None and (marker["from"], marker["name"]) == (
+                plan.from_dir,
+                plan.name,
+            )
+            if stored and not same:
+                raise RuntimeError(
+                    f"replay: Dataflow({self.config.name!r}) already has {len(stored)} bindings "
+                    "in its data_dir; replay into a new, empty data_dir"
+                )
+            plan.check_sources(
+                self.config.name,
+                [(n.name, n.params["source"]) for n in self.nodes if n.kind == "source"],
+            )
+            if not stored or len(stored) < marker["ticks"]:
+                # (a resumed replay keeps the tick count it started with)
+                ticks = marker["ticks"] if stored else plan.ticks
+                plan = dataclasses.replace(plan, bindings=plan.bindings[:ticks])
+                write_marker(store, self.config.name, plan)
+                marker = plan.marker()
+        elif marker is not None and len(stored) < marker["ticks"]:
+            plan = ReplayPlan.load(
+                marker["from"],
+                marker["name"],
+                metadata=marker.get("metadata"),
+                then_live=marker["then_live"],
+            )
+        #: the replay: recorded bindings, tick count, live hand-over (tick), restamping
+        self.replay_plan = plan
+        self.replay: list[Binding] | None = None
+        self.replay_ticks = 0 if marker is None else int(marker["ticks"])
+        self.then_live = bool(marker and marker["then_live"])
+        self.hand_over_at = hand_over_tick(marker)
+        self.restamp_hand_over: int | None = None
+        #: (from_time, to_time) of the hand-over this process made
+        self.time_reset: tuple[int, int] | None = None
+        if plan is not None and len(stored) < self.replay_ticks:
+            self.replay = plan.bindings[: self.replay_ticks]
+            self.restamp_hand_over = plan.recorded_hand_over
+
+    @property
+    def replaying(self) -> bool:
+        """Do recorded ticks remain to be replayed?"""
+        return self.replay is not None and self.tick_no < self.replay_ticks
+
+    def check_can_tick(self) -> None:
+        """Raise a clear error when the next tick cannot run: a finished replay that was
+        not asked to continue live."""
+        if self.replay_ticks and self.tick_no >= self.replay_ticks and not self.then_live:
+            raise RuntimeError(
+                f"Dataflow({self.config.name!r}): the replay is finished — all "
+                f"{self.replay_ticks} recorded ticks ran, and it was not asked to continue "
+                "with live input; replay with then_live=True (sealtime replay ... "
+                "--then-live) to hand over to live input after the recorded ticks, or run "
+                "the job on the original data_dir, which resumes from its own log"
+            )
+
+    def _go_live(self, into: int) -> None:
+        """The first live tick after a replay: open the readers at the positions of the
+        last replayed binding and tell the clocked ones (timers, ``time_reset``)."""
+        acked = BindingLog.resumption_positions(
+            [b["sources"] for b in self.bindings], self._durable_upper()
+        )
+        for src in self.sources.values():
+            open_live(src, acked.get(src.name))
+            if src.name in acked:
+                self.acknowledged[src.name] = acked[src.name]
+        hand_over(self.sources.values(), self.last_into, into)
+        self.time_reset = (self.last_into, into)
+        self.replay = None  # (the recorded bindings are not needed any more)
 
     def _durable_upper(self) -> int | None:
         """The least upper of the sinks that must not lose data (exactly-once sinks); None
         when every logged row is durable downstream (no such sink, or all finished)."""
-        uppers = [
-            sink.durable_upper() for _, sink in self.flow._sinks if hasattr(sink, "durable_upper")
-        ]
+        uppers = [sink.durable_upper() for _, sink in self.plan.sinks if sink.exactly_once]
         present = [u for u in uppers if u is not None]
         return min(present) if present else None
 
@@ -193,13 +311,32 @@ class Engine:
         # partition count of frames that are unioned with their own past.
         if df is None:
             return None
-        return df.coalesce(self.partitions).localCheckpoint(eager=True)
+        df = df.coalesce(self.partitions)
+        sc = self.spark.sparkContext
+        if sc.master.startswith("local"):
+            # The executor is this JVM: its blocks live exactly as long as the dataflow.
+            return df.localCheckpoint(eager=True)
+        # On a cluster a lost executor takes its localCheckpoint blocks with it, and a
+        # later read (trace compaction, updates()) fails with
+        # CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND. A reliable checkpoint is files on the data
+        # dir, which every executor reaches; Spark deletes them once the frame is
+        # unreferenced (spark.cleaner.referenceTracking.cleanCheckpoints). See
+        # docs/cluster.md.
+        if sc._jsc.sc().getCheckpointDir().isEmpty():
+            sc.setCheckpointDir(os.path.join(self.config.data_dir, "spill", "checkpoints"))
+        # A reliable checkpoint computes its frame once to count it and again to write
+        # the files: cached, the second pass reads the cache instead of rerunning kernels.
+        cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+        out = cached.checkpoint(eager=True)
+        cached.unpersist()
+        return out
 
     def _partitions(self) -> int:
         return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
 
     # ------------------------------------------------------------------ the tick
     def tick(self) -> TickReport:
+        self.check_can_tick()
         started = _time.perf_counter()
         self.tick_no += 1
         self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
@@ -234,29 +371,29 @@ class Engine:
             bounds[node.id] = op.output_bound([b for _, b in ins], lo, hi)
             if out is not None and op.stateful:
                 stepped.append(node.id)
-            if out is not None and self.flow.record and op.stateful:
+            if out is not None and self.config.record and op.stateful:
                 # Traces are read after the tick: compute the output now, once.
                 out = self._checkpoint(out)
                 materialised.add(node.id)
             elif out is not None and self.consumers[node.id] > 1 and self.runs_kernel[node.id]:
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted.append(out)
-            if out is not None and self.flow.record:
+            if out is not None and self.config.record:
                 self._record(node, out)
             outputs[node.id] = out
             self.done[node.id] = hi
             sealed[node.id] = (lo, hi)
         failpoint("tick.computed")
-        for node, sink in self.flow._sinks:
+        for node, sink in self.plan.sinks:
             if node.id in sealed:
                 lo, hi = sealed[node.id]
-                computed = sink.commit(outputs[node.id], lo, hi, self._commit_info(node))
+                computed = sink.commit(outputs[node.id], lo, hi, self._commit_context(node))
                 if computed is True:  # (a range committed before a restart runs nothing)
                     materialised |= self._upstream(node.id)
         self._run_unread(stepped, outputs, materialised)
         for df in persisted:
             df.unpersist()
-        if not self.flow.record:
+        if not self.config.record:
             # (recorded traces are lazy plans that may read held-back updates' files)
             self.spill.collect_garbage()
         pinned = bool(self.checkpoint_every and self.tick_no % self.checkpoint_every == 0)
@@ -266,9 +403,21 @@ class Engine:
         if pinned:
             self.checkpoint()
         frontier = f_min([frontiers[n.id] for n in self.nodes]) if self.nodes else None
-        return TickReport(
-            self.tick_no, into, frontier, rows_in, _time.perf_counter() - started, sealed
+        # Reported ranges say "nothing sealed before" as None, not as the internal minimum.
+        reported = {n: (None if lo <= MIN_TIME else lo, hi) for n, (lo, hi) in sealed.items()}
+        report = TickReport(
+            self.tick_no,
+            into,
+            frontier,
+            rows_in,
+            _time.perf_counter() - started,
+            reported,
         )
+        # sealtime.ui (Dataflow.serve_ui()): one immutable snapshot per tick, built only from
+        # the Python objects above (no Spark job); the web server reads nothing else.
+        for observe in self.observers:
+            observe(self, report)
+        return report
 
     def _upstream(self, node_id: int) -> set[int]:
         """The node and every node its output this tick was computed from."""
@@ -299,23 +448,37 @@ class Engine:
         """Read, stamp and log every source, make the log files durable, then record the
         tick's binding in one transaction — before any row of this tick propagates."""
         parts: dict[str, Any] = {}
-        if self.replay is not None:
+        if self.replay is not None and self.tick_no <= self.replay_ticks:
             original = self.replay[self.tick_no - 1]
             into = original.into_time
+            if self.tick_no == self.restamp_hand_over:
+                # The original handed over to live input here: restamp that too.
+                hand_over(self.sources.values(), self.last_into, into)
             for src in self.sources.values():
-                part = original.sources[src.name]
-                src.apply_binding(part)
-                parts[src.name] = {**part, "rows": sum(f["rows"] for f in part["files"])}
+                if restamped(src.source):
+                    before = src.rows_in
+                    part = src.ingest(self.tick_no, into)
+                    parts[src.name] = {**part, "rows": src.rows_in - before}
+                    for f in part["files"] + part["error_files"] + part["health_files"]:
+                        fsync_file(f["path"])
+                else:
+                    # The recorded files, linked into this data dir's log (it owns them).
+                    part = link_part(original.sources[src.name], src.log_dir)
+                    src.apply_binding(part)
+                    parts[src.name] = {**part, "rows": sum(f["rows"] for f in part["files"])}
+                fsync_file(src.log_dir)
         else:
-            into = max(self.flow._clock_ms(), self.last_into + 1)
+            into = max(self.clock_ms(), self.last_into + 1)
+            if self.tick_no == self.hand_over_at:
+                self._go_live(into)
             for src in self.sources.values():
                 before = src.rows_in
                 part = src.ingest(self.tick_no, into)
                 parts[src.name] = {**part, "rows": src.rows_in - before}
                 for f in part["files"] + part["error_files"] + part["health_files"]:
-                    _fsync(f["path"])
+                    fsync_file(f["path"])
             for src in self.sources.values():
-                _fsync(src.log_dir)
+                fsync_file(src.log_dir)
         self.last_into = into
         failpoint("ingest.logged")
         self.log.append(self.tick_no, into, parts)
@@ -327,8 +490,8 @@ class Engine:
     def _acknowledge(self) -> None:
         """Acknowledge upstream up to the resumption frontier: the positions whose rows
         are all at times below the durable upper of every exactly-once sink."""
-        if self.replay is not None:
-            return
+        if self.tick_no <= self.replay_ticks:
+            return  # (a replay acknowledges nothing upstream: it reads no source)
         positions = BindingLog.resumption_positions(
             [b["sources"] for b in self.bindings], self._durable_upper()
         )
@@ -344,7 +507,7 @@ class Engine:
 
     def checkpoint(self) -> None:
         """Write a soft checkpoint of all operator state, then truncate the logs behind it."""
-        directory = os.path.join(self.flow.data_dir, "checkpoints", f"{self.tick_no:08d}")
+        directory = os.path.join(self.config.data_dir, "checkpoints", f"{self.tick_no:08d}")
         operators = {}
         for nid, op in self.ops.items():
             op.durable()
@@ -373,6 +536,9 @@ class Engine:
         for old in self.log.drop_checkpoints_before(self.tick_no):
             remove(old["directory"])
         if self.truncate_log:
+            # Recorded traces are lazy frames over log files the truncation deletes.
+            for nid in list(self.trace):
+                self._compact_trace(nid)
             self._truncate(truncate)
 
     def _processed_below(self, source_id: int) -> int | None:
@@ -385,10 +551,10 @@ class Engine:
         return f_min(self.done[n] for n in reach)
 
     def _truncate(self, below: dict[str, int | None]) -> None:
-        marks = dict(self.flow.metadata_store.kv_get("log-truncation", self.flow.name, {}))
+        marks = dict(self.store.kv_get("log-truncation", self.config.name, {}))
         marks.update({k: (v if v is not None else MAX_TIME) for k, v in below.items()})
         # Record first: a crash after this but before the deletes only leaves files behind.
-        self.flow.metadata_store.kv_put("log-truncation", self.flow.name, marks)
+        self.store.kv_put("log-truncation", self.config.name, marks)
         for src in self.sources.values():
             mark = marks[src.name]
             for files in (src.files, src.error_files, src.health_files):
@@ -425,13 +591,10 @@ class Engine:
             with contextlib.suppress(Exception):
                 src.close()
 
-    def _commit_info(self, node: Node) -> dict[str, Any]:
-        return {
-            "tick": self.tick_no,
-            "spark": self.spark,
-            "schema": node.schema,
-            "collection": node.name,
-        }
+    def _commit_context(self, node: Node) -> CommitContext:
+        return CommitContext(
+            tick=self.tick_no, spark=self.spark, schema=node.schema, collection=node.name
+        )
 
     def _input(
         self, node, port, inp, outputs, bounds, frontiers, hi, materialised: set[int]
@@ -443,7 +606,7 @@ class Engine:
         out = outputs.get(inp.id)
         bound = max(held_bound, bounds.get(inp.id, MIN_TIME) if out is not None else MIN_TIME)
         d = union_all([held, out])
-        if d is None or frontiers[inp.id] == hi:
+        if d is None or hi is None or (frontiers[inp.id] == hi and not self.ops[inp.id].delays):
             return d, bound
         # The input is ahead of this operator (another input lags): hold back the rows at
         # times the operator has not sealed yet — unless the bound shows there are none.
@@ -460,18 +623,29 @@ class Engine:
         """A stateless output nobody reads (no consumer, no sink, not recorded): its plan
         is not even built. Stateful operators still step (their state must advance)."""
         return (
-            not self.flow.record and self.consumers[nid] == 0 and not stateful and kind != "inspect"
+            not self.config.record
+            and self.consumers[nid] == 0
+            and not stateful
+            and kind != "inspect"
         )
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:
         trace = self.trace.setdefault(node.id, [])
         trace.append(out)
+        self._compacted.discard(node.id)
         # Traces hold lazy frames over checkpointed state and logged input (recomputed
         # when read); every 32 ticks they are compacted into one materialised frame.
         if len(trace) >= 32:
-            merged = consolidate(union_all(trace), node.columns + [TIME])
-            self.trace[node.id] = [self._checkpoint(merged)]
+            self._compact_trace(node.id)
+
+    def _compact_trace(self, nid: int) -> None:
+        trace = self.trace.get(nid)
+        if trace and nid not in self._compacted:
+            node = next(n for n in self.nodes if n.id == nid)
+            merged = self._checkpoint(consolidate(union_all(trace), node.columns + [TIME]))
+            self.trace[nid] = [merged]
+            self._compacted.add(nid)
 
     def trace_frame(self, node: Node) -> DataFrame:
         parts = self.trace.get(node.id, [])
@@ -487,11 +661,17 @@ class Engine:
         return consolidate(union_all(parts), node.columns + [TIME])
 
     def frontier_of(self, node: Node) -> int | None:
-        return self.done[node.id]
+        """The frontier of `node`'s output: its input frontier through its path summary
+        (rounded up for ``advance_time``, unchanged otherwise)."""
+        done = self.done[node.id]
+        summary = node_summary(node)
+        return done if done is None or summary is None else summary.results_in(done)
 
     def finished(self) -> bool:
-        if self.replay is not None and self.tick_no >= len(self.replay):
+        if self.replay_ticks and self.tick_no >= self.replay_ticks and not self.then_live:
             return True
+        if self.tick_no < self.replay_ticks:
+            return False
         return all(s.exhausted for s in self.sources.values()) and all(
             v is None for v in self.done.values()
         )

@@ -5,7 +5,9 @@ element; ``None`` (the empty antichain) means the stream is finished. `FrontierT
 turns source frontiers into the frontier at every operator with the progress tracker of
 `sealtime.progress` (timely's reachability): sources hold a capability at their frontier,
 operators' path summaries are the identity (windowed reductions emit at ``window_end - 1``,
-a time their input frontier has not passed, so they need no capability of their own).
+a time their input frontier has not passed, so they need no capability of their own),
+except ``advance_time(to=g)``, whose summary is `RoundUp(g)`: its output frontier is its
+input frontier rounded up to a multiple of ``g`` (see `node_summary`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..dataflow.plan import Node
 
-__all__ = ["FrontierTracker", "f_le", "f_min"]
+__all__ = ["FrontierTracker", "f_le", "f_min", "node_summary"]
 
 
 def f_min(values: Iterable[int | None]) -> int | None:
@@ -38,6 +40,20 @@ def f_le(a: int | None, b: int | None) -> bool:
     return a is not None and a <= b
 
 
+def node_summary(node: Node):
+    """The path summary from each input of `node` to its output: `RoundUp` for
+    ``advance_time``, None (the identity) for every other operator.
+
+    >>> node_summary(Node("advance_time", "a", [], None, params={"granularity": 1000}))
+    RoundUp(1000)
+    """
+    if node.kind == "advance_time":
+        from ..progress import RoundUp
+
+        return RoundUp(node.params["granularity"])
+    return None
+
+
 class FrontierTracker:
     """Frontier at every node's inputs, given the sources' frontiers, computed by the
     progress tracker: each source holds a capability at its frontier; each operator is a
@@ -58,7 +74,9 @@ class FrontierTracker:
         self.nodes = list(nodes)
         builder = GraphBuilder()
         for node in self.nodes:
-            builder.add_node(node.id, len(node.inputs), 1, name=node.describe())
+            summary = node_summary(node)
+            table = None if summary is None else [[summary] for _ in node.inputs]
+            builder.add_node(node.id, len(node.inputs), 1, table, name=node.describe())
         for node in self.nodes:
             for port, inp in enumerate(node.inputs):
                 builder.add_edge(Source(inp.id, 0), Target(node.id, port))
@@ -73,7 +91,16 @@ class FrontierTracker:
 
     def advance(self, sources: Mapping[int, int | None]) -> dict[int, int | None]:
         """Move the sources' capabilities to their new frontiers (None = finished) and
-        return the frontier at every node (a source's is its own)."""
+        return the frontier at every node's inputs (a source's is its own).
+
+        >>> from sealtime.dataflow.plan import Node
+        >>> s = Node("source", "s", [], None, id=0)
+        >>> a = Node("advance_time", "a", [s], None, params={"granularity": 10}, id=1)
+        >>> m = Node("map", "m", [a], None, id=2)
+        >>> ft = FrontierTracker([s, a, m])
+        >>> [ft.advance({0: f})[2] for f in (11, 20, 21, None)]
+        [20, 20, 30, None]
+        """
         for nid, frontier in sources.items():
             cap = self.capabilities.get(nid)
             if cap is None or cap.dropped:

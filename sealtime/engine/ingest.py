@@ -15,6 +15,14 @@ Time assignment:
   that bound (an unsealed time) with a reason. The frontier becomes ``max event time
   seen - L`` (or the source's own report, or empty at the end of the source).
 * explicit time (``Rows``): ``_time``/``_diff`` come from the source, as does the frontier.
+* idleness (``idle_timeout=I``, event time only): when a tick finds the source has read
+  nothing for ``I`` ms of the ticker's clock (``into_time`` minus the binding time of
+  the last tick that read a record), its frontier moves to ``into_time - L``. The
+  advancement is part of the binding (the timestamper state ``idle_floor``/``idle_at``),
+  so replay and recovery repeat it; later records below it go to ``late`` with a reason
+  naming idleness.
+* clocked sources (``Timer``): the reader is given the tick's ``into_time``
+  (``read_at(into_time, max_rows)``) and returns rows at explicit times ≤ it.
 """
 
 from __future__ import annotations
@@ -31,19 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..sources.base import ReadBatch, Source
+from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
+from ..storage.durable import fsync_file
 from ..time.order import MIN_TIME
 
 __all__ = ["MIN_TIME", "LogFile", "SourceRuntime", "unreferenced_paths"]
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def unreferenced_paths(gone: list[LogFile], kept: list[LogFile]) -> list[str]:
@@ -128,6 +129,14 @@ class SourceRuntime:
     time_column: str | None = None
     lateness: int | None = None
     max_rows: int | None = None
+    #: idleness: ms of the ticker's clock without a record after which the event-time
+    #: frontier moves to ``into_time - lateness`` (None: never)
+    idle_timeout: int | None = None
+    #: binding time of the last tick that read a record (or of the first tick)
+    last_active: int | None = None
+    #: the largest frontier idleness set, and the binding time it was set at
+    idle_floor: int | None = None
+    idle_at: int | None = None
     frontier: int | None = MIN_TIME
     position: Any = None
     exhausted: bool = False
@@ -159,7 +168,7 @@ class SourceRuntime:
         if self.restored is not None:
             self.restore(self.restored)
         self.reader = None if self.replay else self.source.resume(self.position, self.acknowledged)
-        self.explicit = getattr(self.source, "time_column", None) == "_time"
+        self.explicit = self.source.time_column == "_time"
         if self.time_column is not None and self.time_column not in self.source.schema.names:
             raise ValueError(
                 f"source {self.name!r}: time={self.time_column!r} is not a column; "
@@ -178,7 +187,7 @@ class SourceRuntime:
         if self.exhausted:
             return self._binding(into_time)
         try:
-            batch = self._read_batch()
+            batch = self._read_batch(into_time)
         except SchemaMismatchError as exc:
             # Not a bad record but bad data or a bad declaration: stop, naming the source.
             raise SchemaMismatchError(
@@ -191,12 +200,17 @@ class SourceRuntime:
             ) from exc
         self.position = batch.position
         lower = self.frontier
+        read_any = batch.data.num_rows > 0 or (
+            batch.errors is not None and batch.errors.num_rows > 0
+        )
+        if read_any or self.last_active is None:
+            self.last_active = into_time
         if self.event_time:
             batch = self._route_null_times(batch)
         data = batch.data
         n = data.num_rows
         self.rows_in += n
-        links = getattr(batch, "links", None)
+        links = batch.links if isinstance(batch, LinkedBatch) else None
         if self.event_time:
             table = self._stamp_event_time(data, batch)
         elif links:
@@ -252,6 +266,9 @@ class SourceRuntime:
             "rows_in": self.rows_in,
             "max_logged": self.max_logged,
             "health": self.health,
+            "last_active": self.last_active,
+            "idle_floor": self.idle_floor,
+            "idle_at": self.idle_at,
         }
 
     def restore(self, restored: dict[str, Any]) -> None:
@@ -273,8 +290,8 @@ class SourceRuntime:
 
     def _check_health(self, tick: int, at: int) -> None:
         """Log a change of the reader's status: retract the old row, add the new one."""
-        probe = getattr(self.reader, "health", None)
-        status = probe() if probe is not None else "running"
+        assert self.reader is not None
+        status = self.reader.health()
         if status == self.health:
             return
         rows = [(status, 1)] if self.health is None else [(self.health, -1), (status, 1)]
@@ -292,9 +309,8 @@ class SourceRuntime:
     def acknowledge(self, position: Any) -> None:
         """Acknowledge upstream up to `position` (the resumption frontier), if the source
         takes acknowledgements."""
-        ack = getattr(self.reader, "acknowledge", None)
-        if ack is not None and position is not None:
-            ack(position)
+        if self.reader is not None and position is not None:
+            self.reader.acknowledge(position)
 
     def close(self) -> None:
         if self.reader is not None:
@@ -338,20 +354,29 @@ class SourceRuntime:
                 bound -= self.lateness or 0
         else:
             bound = np.full(n, self.reported, np.int64)
+        # Idleness moved the frontier past the bound the data alone gives: it admits
+        # nothing below the frontier it set.
+        idle = None
+        if self.idle_floor is not None and n:
+            idle = bound < self.idle_floor
+            if idle.any():
+                bound = np.maximum(bound, self.idle_floor)
+            else:
+                idle = None
         late = times < bound
         if n:
             top = int(times.max())
             self.max_seen = top if self.max_seen is None else max(self.max_seen, top)
-        links = getattr(batch, "links", None)
+        links = batch.links if isinstance(batch, LinkedBatch) else None
         if links:
-            return self._stamp_linked(links, times, bound, late)
+            return self._stamp_linked(links, times, bound, late, idle)
         if not self.explicit:
             table = table.append_column("_time", pa.array(times))
             table = table.append_column("_diff", pa.array(np.ones(n, np.int64)))
         reason = pa.nulls(n, pa.string())
         if late.any():
             self.late_count += int(late.sum())
-            reason = self._late_reason(times, bound, late)
+            reason = self._late_reason(times, bound, late, idle)
             # A late record is stamped at the (unsealed) bound it missed, so it is released
             # to the `late` output like any other update.
             times = np.where(late, bound, times)
@@ -370,7 +395,7 @@ class SourceRuntime:
         if batch.data.column(column).null_count == 0:
             return batch
         data = batch.data
-        links = getattr(batch, "links", None)
+        links = batch.links if isinstance(batch, LinkedBatch) else None
         if links:
             names = self.source.schema.names
             data = pa.concat_tables(
@@ -401,9 +426,16 @@ class SourceRuntime:
             errors=errors,
         )
 
-    def _late_reason(self, times: np.ndarray, bound: np.ndarray, late: np.ndarray) -> pa.Array:
+    def _late_reason(
+        self,
+        times: np.ndarray,
+        bound: np.ndarray,
+        late: np.ndarray,
+        idle: np.ndarray | None = None,
+    ) -> pa.Array:
         """Per row: why it is late (null where it is not), naming the bound it missed and
-        where the bound comes from."""
+        where the bound comes from (`idle`: the rows whose bound is the frontier that
+        idleness set)."""
         t = pc.cast(pa.array(times), pa.string())
         b = pc.cast(pa.array(bound), pa.string())
         if self.lateness is not None or self.reported is None:
@@ -422,26 +454,48 @@ class SourceRuntime:
             text = pc.binary_join_element_wise(
                 "event time ", t, " ms is below the source's event-time frontier ", b, " ms", ""
             )
+        if idle is not None:
+            idle_text = pc.binary_join_element_wise(
+                "event time ",
+                t,
+                " ms is below the event-time frontier ",
+                b,
+                " ms, which the source's idle_timeout advanced: no record arrived for "
+                f"{self.idle_timeout} ms of the ticker's clock, so at clock time "
+                f"{self.idle_at} ms time moved on to the clock minus lateness "
+                f"{self.lateness or 0} ms",
+                "",
+            )
+            text = pc.if_else(pa.array(idle), idle_text, text)
         return pc.if_else(pa.array(late), text, pa.nulls(len(times), pa.string()))
 
-    def _read_batch(self) -> ReadBatch:
-        """The next batch; immutable Parquet input comes as file ranges when possible."""
-        read_linked = getattr(self.reader, "read_linked", None)
-        if read_linked is not None and not self.explicit:
+    def _read_batch(self, into_time: int) -> ReadBatch:
+        """The next batch; immutable Parquet input comes as file ranges when possible;
+        a clocked source (``Timer``) is given the tick's binding time."""
+        reader = self.reader
+        assert reader is not None
+        if isinstance(reader, ClockedReader):
+            return reader.read_at(into_time, self.max_rows)
+        if isinstance(reader, LinkedReader) and not self.explicit:
             if self.time_column is None:
                 # Ingestion time: no column is needed to stamp; one is read to count rows.
-                return read_linked(self.max_rows, [self.source.schema.names[0]])
+                return reader.read_linked(self.max_rows, [self.source.schema.names[0]])
             if _linkable_time(self.source.schema.field(self.time_column).type):
-                return read_linked(self.max_rows, [self.time_column])
-        return self.reader.read(self.max_rows)
+                return reader.read_linked(self.max_rows, [self.time_column])
+        return reader.read(self.max_rows)
 
     def _stamp_linked(
-        self, links, times: np.ndarray, bound: np.ndarray, late: np.ndarray
+        self,
+        links,
+        times: np.ndarray,
+        bound: np.ndarray,
+        late: np.ndarray,
+        idle: np.ndarray | None = None,
     ) -> _LinkedStamp:
         reason = None
         if late.any():
             self.late_count += int(late.sum())
-            reason = self._late_reason(times, bound, late)
+            reason = self._late_reason(times, bound, late, idle)
             times = np.where(late, bound, times)
         stamp = _LinkedStamp(tuple(links), times, late, reason, self.offset)
         self.offset += len(times)
@@ -485,7 +539,7 @@ class SourceRuntime:
                     }
                 )
                 pq.write_table(sidecar, late_path)
-                _fsync(late_path)  # the engine makes `path` durable; the sidecar is ours
+                fsync_file(late_path)  # the engine makes `path` durable; the sidecar is ours
             files.append(
                 LogFile(
                     dest,
@@ -558,6 +612,21 @@ class SourceRuntime:
             lateness = self.lateness or 0
             candidate = self.max_seen - lateness if self.max_seen is not None else MIN_TIME
         self.frontier = max(self.frontier, candidate)
+        self._advance_idle(into_time)
+
+    def _advance_idle(self, into_time: int) -> None:
+        """Idleness (Triceps' "time flows without data"): after `idle_timeout` ms of the
+        ticker's clock without a record, the event-time frontier moves to the clock minus
+        lateness. Only binding times enter here, so replay repeats it exactly."""
+        if self.idle_timeout is None or self.last_active is None or not self.event_time:
+            return
+        if into_time - self.last_active < self.idle_timeout:
+            return
+        target = into_time - (self.lateness or 0)
+        if self.frontier is not None and target > self.frontier:
+            self.frontier = target
+            self.idle_floor = target
+            self.idle_at = into_time
 
     # ------------------------------------------------------------------ reading
     def log_schema(self, which: str) -> pa.Schema:

@@ -6,17 +6,20 @@
 |---|---|
 | `source` | `SourceRead`, `SourceOutput`: a source's log, main and side outputs |
 | `map`, `negate`, `consolidate`, `union`, `window`, `inspect` | stateless operators |
+| `advance_time` | `AdvanceTime`: times rounded up to a multiple (stateless, delays time) |
 | `reduce` | `Reduce` (accumulable kernel), `GeneralReduce` (any aggregate under retractions), `Distinct` |
 | `top_k` | `TopK`: the first k rows per key at every time |
 | `windowed_reduce` | `WindowedReduce`: per-window aggregate / top-k, emitted when sealed |
 | `join` | `Join`: bilinear inner join over two (shareable) arrangements |
 | `session_reduce` | `SessionReduce`: per-session aggregate / top-k (Spark-native, spilled state) |
+| `timeout` | `Timeout`: a row when a key has had no update for a span of logical time |
 """
 
 from __future__ import annotations
 
 from ..dataflow.plan import Node
 from ..dataflow.windows import Session
+from .advance_time import AdvanceTime
 from .base import Env, Operator, kernel_tasks
 from .consolidate import Consolidate
 from .inspect import Inspect
@@ -26,6 +29,7 @@ from .negate import Negate
 from .reduce import Distinct, GeneralReduce, Reduce, accumulable
 from .session_reduce import SessionReduce
 from .source import SourceOutput, SourceRead
+from .timeout import Timeout
 from .top_k import TopK
 from .union import Union
 from .window import AssignWindows
@@ -42,6 +46,7 @@ _STATELESS = {
     "union": Union,
     "window": AssignWindows,
     "inspect": Inspect,
+    "advance_time": AdvanceTime,
 }
 
 
@@ -65,4 +70,6 @@ def build(node: Node, env: Env) -> Operator:
         return Join(node, env)
     if node.kind == "distinct":
         return Distinct(node, env)
+    if node.kind == "timeout":
+        return Timeout(node, env)
     raise NotImplementedError(f"no operator for plan node kind {node.kind!r}")

@@ -80,6 +80,9 @@ class Operator:
     """
 
     stateful: ClassVar[bool] = False
+    #: output times may lie at or beyond the input frontier (``advance_time``): the
+    #: engine then holds back, at each consumer, the updates it has not sealed yet
+    delays: ClassVar[bool] = False
 
     def __init__(self, node: Node, env: Env) -> None:
         self.node = node

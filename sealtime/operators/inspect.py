@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
+from ..time.order import MIN_TIME
 from .base import Operator
 
 __all__ = ["Inspect"]
@@ -18,5 +19,6 @@ class Inspect(Operator):
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         d = inputs[0]
         if d is not None:
-            self.node.params["fn"](d.toArrow(), lo, hi)
+            # Users see "nothing sealed before" as None, never the internal minimum.
+            self.node.params["fn"](d.toArrow(), None if lo <= MIN_TIME else lo, hi)
         return d

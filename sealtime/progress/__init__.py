@@ -40,9 +40,11 @@ from sealtime.progress.summary import (
     INT64_MAX,
     INT64_MIN,
     Add,
+    Chain,
     Identity,
     PathSummary,
     ProductSummary,
+    RoundUp,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "INT64_MIN",
     "Add",
     "Capability",
+    "Chain",
     "CapabilityError",
     "CycleError",
     "DowngradeError",
@@ -62,6 +65,7 @@ __all__ = [
     "PathSummary",
     "Probe",
     "ProductSummary",
+    "RoundUp",
     "Source",
     "SummaryLike",
     "Target",

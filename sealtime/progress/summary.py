@@ -14,11 +14,15 @@ operator may delay a time but never send into the past. A summary `advances()` i
 time it produces is strictly greater than its input; every cycle of a dataflow graph
 needs one, or the frontier on the cycle could never move past a time.
 
-Three kinds cover sealtime's graphs:
+These kinds cover sealtime's graphs:
 
 * `Identity()` — the time is unchanged (plain operators, edges).
 * `Add(n, limit)` — for `int` times: `t + n`, or `None` once that exceeds `limit`
   (default: the int64 maximum, like timely's `checked_add`).
+* `RoundUp(g)` — for `int` times: the least multiple of `g` that is ≥ `t` (the summary
+  of ``advance_time``, differential's ``delay``): a time on a multiple stays.
+* `Chain(steps)` — for `int` times: the steps one after the other, when no single
+  summary above says the same (e.g. `RoundUp(2)` then `RoundUp(3)`).
 * `ProductSummary(outer, inner)` — for `Product` times: one summary per coordinate;
   `ProductSummary(Identity(), Add(1))` is the feedback edge of an iterative loop.
 """
@@ -30,7 +34,16 @@ from typing import Any
 
 from sealtime.time import Product
 
-__all__ = ["INT64_MAX", "INT64_MIN", "Add", "Identity", "PathSummary", "ProductSummary"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "Add",
+    "Chain",
+    "Identity",
+    "PathSummary",
+    "ProductSummary",
+    "RoundUp",
+]
 
 #: Largest time an `Add` summary produces by default (data-plane times are int64).
 INT64_MAX = 2**63 - 1
@@ -241,6 +254,8 @@ class Add(PathSummary):
         """
         if type(other) is Identity:
             return self
+        if type(other) in (RoundUp, Chain):
+            return Chain((self, other))
         if type(other) is not Add:
             _check_summary(other)
             raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
@@ -297,6 +312,204 @@ class Add(PathSummary):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Add, (self.n, self.limit))
+
+
+def _ceil(t: int, g: int) -> int:
+    return -((-t) // g) * g
+
+
+class RoundUp(PathSummary):
+    """For `int` times: the least multiple of `g` (≥ 1) that is ≥ `t`.
+
+    The summary of ``advance_time(to=g)``: an update at `t` leaves at ``ceil_g(t)``, so
+    the output frontier is the input frontier rounded up — every time below it is
+    complete. It never advances a time on a multiple (`advances()` is False) and it
+    produces nothing where the multiple would leave the int64 range.
+
+    >>> RoundUp(10).results_in(11), RoundUp(10).results_in(20), RoundUp(10).results_in(-5)
+    (20, 20, 0)
+    >>> RoundUp(10).followed_by(RoundUp(30)), RoundUp(30).followed_by(RoundUp(10))
+    (RoundUp(30), RoundUp(30))
+    >>> RoundUp(10).less_equal(RoundUp(30)), RoundUp(30).less_equal(RoundUp(10))
+    (True, False)
+    >>> RoundUp(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: RoundUp(g) needs an int g >= 1; got 0
+    """
+
+    __slots__ = ("g",)
+
+    g: int
+
+    def __init__(self, g: int) -> None:
+        if type(g) is not int or g < 1:
+            raise ValueError(f"RoundUp(g) needs an int g >= 1; got {g!r}")
+        object.__setattr__(self, "g", g)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"RoundUp is immutable; cannot set {name!r}")
+
+    def results_in(self, t: int) -> int | None:
+        """``ceil(t / g) * g``, or None beyond the int64 range.
+
+        >>> RoundUp(1000).results_in(1), RoundUp(1000).results_in(INT64_MAX) is None
+        (1000, True)
+        """
+        r = _ceil(t, self.g)
+        return r if r <= INT64_MAX else None
+
+    def followed_by(self, other: PathSummary) -> PathSummary | None:
+        """Compose; one `RoundUp` when one granularity divides the other, else a `Chain`.
+
+        >>> RoundUp(2).followed_by(RoundUp(3)), RoundUp(2).followed_by(Identity())
+        (Chain((RoundUp(2), RoundUp(3))), RoundUp(2))
+        """
+        if type(other) is Identity:
+            return self
+        if type(other) is RoundUp:
+            if other.g % self.g == 0:
+                return other
+            if self.g % other.g == 0:
+                return self
+        if type(other) in (RoundUp, Add, Chain):
+            return Chain((self, other))
+        _check_summary(other)
+        raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
+
+    def less_equal(self, other: PathSummary) -> bool:
+        """``ceil_g(t) ≤ ceil_h(t)`` for all `t` iff `g` divides `h`; `RoundUp(1)` is the
+        identity. Against other kinds the answer is False unless it is certain (a
+        conservative False only keeps an extra summary in an antichain).
+
+        >>> RoundUp(1).less_equal(Identity()), RoundUp(5).less_equal(Identity())
+        (True, False)
+        """
+        if type(other) is RoundUp:
+            return other.g % self.g == 0
+        if type(other) is Identity:
+            return self.g == 1
+        if type(other) is Chain:
+            return other.steps[0] == self or (self.g == 1)
+        return False
+
+    def advances(self) -> bool:
+        """False: a time already on a multiple of `g` stays where it is.
+
+        >>> RoundUp(10).advances()
+        False
+        """
+        return False
+
+    def sort_key(self) -> tuple[Any, ...]:
+        """`(2, g)`.
+
+        >>> RoundUp(10).sort_key()
+        (2, 10)
+        """
+        return (2, self.g)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RoundUp:
+            return NotImplemented
+        return self.g == other.g
+
+    def __hash__(self) -> int:
+        return hash((RoundUp, self.g))
+
+    def __repr__(self) -> str:
+        return f"RoundUp({self.g})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RoundUp, (self.g,))
+
+
+class Chain(PathSummary):
+    """For `int` times: `steps` (`Add`/`RoundUp`) applied one after the other.
+
+    The composite of summaries that no single kind expresses. Comparisons are exact
+    only in the certain cases (equal chains, or a prefix relation); otherwise
+    `less_equal` answers False, which keeps both summaries in an antichain (safe:
+    a frontier is the least over its summaries).
+
+    >>> c = Chain((RoundUp(2), RoundUp(3)))
+    >>> c.results_in(1), c.results_in(4), c.advances(), Chain((Add(1), RoundUp(5))).advances()
+    (3, 6, False, True)
+    """
+
+    __slots__ = ("steps",)
+
+    steps: tuple[PathSummary, ...]
+
+    def __init__(self, steps: tuple[PathSummary, ...]) -> None:
+        flat: list[PathSummary] = []
+        for s in steps:
+            if type(s) is Chain:
+                flat.extend(s.steps)
+            elif type(s) in (Add, RoundUp):
+                flat.append(s)
+            elif type(s) is not Identity:
+                raise TypeError(f"Chain takes Add/RoundUp steps (int times), got {s!r}")
+        object.__setattr__(self, "steps", tuple(flat))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Chain is immutable; cannot set {name!r}")
+
+    def results_in(self, t: int) -> int | None:
+        """Each step in turn; None as soon as one yields None."""
+        out: int | None = t
+        for s in self.steps:
+            out = s.results_in(out)
+            if out is None:
+                return None
+        return out
+
+    def followed_by(self, other: PathSummary) -> PathSummary | None:
+        """This chain, then `other`.
+
+        >>> Chain((RoundUp(2), RoundUp(3))).followed_by(Add(1))
+        Chain((RoundUp(2), RoundUp(3), Add(1)))
+        """
+        if type(other) is Identity:
+            return self
+        if type(other) in (Add, RoundUp, Chain):
+            return Chain((self, other))
+        _check_summary(other)
+        raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
+
+    def less_equal(self, other: PathSummary) -> bool:
+        """True when certain: equal chains, or `other` is this chain followed by more
+        (every step is inflationary and monotone).
+
+        >>> a = Chain((RoundUp(2), RoundUp(3)))
+        >>> a.less_equal(a.followed_by(Add(1))), a.followed_by(Add(1)).less_equal(a)
+        (True, False)
+        """
+        if type(other) is Chain:
+            return other.steps[: len(self.steps)] == self.steps
+        return False
+
+    def advances(self) -> bool:
+        """True iff some step advances (the others never move a time back)."""
+        return any(s.advances() for s in self.steps)
+
+    def sort_key(self) -> tuple[Any, ...]:
+        """`(3, step keys...)`."""
+        return (3, *(s.sort_key() for s in self.steps))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Chain:
+            return NotImplemented
+        return self.steps == other.steps
+
+    def __hash__(self) -> int:
+        return hash((Chain, self.steps))
+
+    def __repr__(self) -> str:
+        return f"Chain({self.steps!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Chain, (self.steps,))
 
 
 class ProductSummary(PathSummary):

@@ -205,12 +205,18 @@ def decode_antichain(obj: Any) -> Antichain[Time]:
 
 def _check_same_kind(times: Sequence[Time]) -> None:
     # ints and Products do not compare; a mix would raise deep inside frontier code.
-    if times and len({_shape(t) for t in times}) > 1:
+    if times and len({time_shape(t) for t in times}) > 1:
         raise ProtocolError(f"times of different shapes in one message: {list(times)!r:.200}")
 
 
-def _shape(t: Time) -> Any:
-    return 0 if type(t) is int else (_shape(t.outer), _shape(t.inner))
+def time_shape(t: Time) -> Any:
+    """The nesting of a time: 0 for an int, a pair for a `Product` (times of one stream
+    must share it).
+
+    >>> time_shape(3)
+    0
+    """
+    return 0 if type(t) is int else (time_shape(t.outer), time_shape(t.inner))
 
 
 _REPR = reprlib.Repr()

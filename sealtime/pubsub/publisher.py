@@ -55,12 +55,12 @@ from sealtime.pubsub.protocol import (
     LowerFrontierUpdate,
     ProtocolError,
     ViewSnapshot,
-    _shape,
     encode_frame,
     encode_message,
     encode_time,
     normalize_time,
     table_to_ipc,
+    time_shape,
     with_seq,
 )
 from sealtime.time import Antichain, MutableAntichain
@@ -192,7 +192,7 @@ class Publisher:
         self._history = history
 
         initial = [normalize_time(t) for t in lower]
-        self._shape = _shape(initial[0]) if initial else None
+        self._shape = time_shape(initial[0]) if initial else None
         for t in initial:
             self._check_shape(t)
         self._lower: MutableAntichain[Any] = MutableAntichain.from_antichain(Antichain(initial))
@@ -319,6 +319,14 @@ class Publisher:
             return len(self._subs)
 
     @property
+    def queue_depths(self) -> dict[str, int]:
+        """Per registered subscriber (by peer address): messages published but not yet
+        taken by its writer — its backlog against `max_queue` (read-only, for metrics)."""
+        with self._lock:
+            head = self._base + len(self._log)
+            return {str(sub.peer): head - sub.cursor for sub in self._subs}
+
+    @property
     def disconnections(self) -> list[Disconnection]:
         """Recent subscriber connections that ended, oldest first, with their reasons."""
         with self._lock:
@@ -443,7 +451,7 @@ class Publisher:
     # ------------------------------------------------------------------ internals (any thread)
 
     def _check_shape(self, t: Any) -> None:
-        shape = _shape(t)
+        shape = time_shape(t)
         if self._shape is None:
             self._shape = shape
         elif shape != self._shape:
@@ -663,7 +671,7 @@ class Publisher:
         if (
             hello.resume is not None
             and self._shape is not None  # None: a finished stream that never had a time
-            and any(_shape(t) != self._shape for t in hello.resume)
+            and any(time_shape(t) != self._shape for t in hello.resume)
         ):
             return f"resume frontier {hello.resume!r} does not match this stream's times"
         if hello.max_frame < self._max_frame_size:

@@ -68,7 +68,7 @@ from sealtime.pubsub.protocol import (
     encode_message,
     normalize_time,
 )
-from sealtime.time import Antichain, MutableAntichain, sorted_times
+from sealtime.time import Antichain, MutableAntichain, describe_frontier, sorted_times
 
 __all__ = [
     "Address",
@@ -122,9 +122,16 @@ class Progress:
 
     >>> Progress(Antichain([4])).lower.less_equal(3)
     False
+    >>> from sealtime.time import MIN_TIME
+    >>> Progress(Antichain([MIN_TIME])), Progress(Antichain())
+    (Progress(no time sealed yet), Progress(all times sealed))
     """
 
     lower: Antichain[Any]
+
+    def __repr__(self) -> str:
+        # The initial lower frontier is the internal minimum time: say it in words.
+        return f"Progress({describe_frontier(self.lower)})"
 
 
 @dataclass(frozen=True)
@@ -713,7 +720,7 @@ def subscribe_view(
     )
 
 
-def _resolve(topic: Any, catalog: Any) -> list[Address]:
+def resolve_addresses(topic: Any, catalog: Any) -> list[Address]:
     if catalog is None:
         if isinstance(topic, tuple) or (isinstance(topic, str) and ":" in topic):
             return [topic]
@@ -774,7 +781,7 @@ def subscribe(
     ...
     KeyError: "topic 'prices' is not in the catalog (known: [])"
     """
-    addresses = _resolve(topic, catalog)
+    addresses = resolve_addresses(topic, catalog)
     if mode == "view":
         if len(addresses) != 1:
             raise ValueError("view subscriptions are per partition (one address)")

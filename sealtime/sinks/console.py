@@ -8,6 +8,9 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from ..time.order import MIN_TIME
+from .base import CommitContext, Sink
+
 __all__ = ["Callback", "Console"]
 
 
@@ -15,8 +18,10 @@ def _fmt_frontier(t: int | None) -> str:
     return "∞ (finished)" if t is None else str(t)
 
 
-class Callback:
-    """Call ``fn(updates: pyarrow.Table, lower, upper)`` for every sealed range.
+class Callback(Sink):
+    """Call ``fn(updates: pyarrow.Table, lower, upper)`` for every sealed range
+    ``[lower, upper)``; `lower` is None for the first range (no time sealed before it)
+    and `upper` is None once every time is sealed.
 
     >>> seen = []
     >>> Callback(lambda t, lo, hi: seen.append((lo, hi))).fn(None, 0, 1); seen
@@ -24,16 +29,18 @@ class Callback:
     """
 
     def __init__(
-        self, fn: Callable[[pa.Table | None, int, int | None], None], skip_empty: bool = True
+        self,
+        fn: Callable[[pa.Table | None, int | None, int | None], None],
+        skip_empty: bool = True,
     ) -> None:
         self.fn = fn
         self.skip_empty = skip_empty
 
-    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+    def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         """Hand the range to `fn`; True: `delta`'s plan was computed."""
         table = None if delta is None else delta.toArrow()
         if not (self.skip_empty and (table is None or table.num_rows == 0)):
-            self.fn(table, lo, hi)
+            self.fn(table, None if lo <= MIN_TIME else lo, hi)
         return delta is not None
 
 

@@ -12,16 +12,15 @@ import json
 import os
 from typing import Any
 
-from ..engine.failpoints import failpoint
 from ..time.order import MIN_TIME
+from .base import CommitContext, ExactlyOnceSink
 
 __all__ = ["Parquet"]
 
 COMMIT_LOG = "_sealtime_commits.jsonl"
-_MIN_TIME = MIN_TIME  # nothing committed yet
 
 
-class Parquet:
+class Parquet(ExactlyOnceSink[dict]):
     """Write a collection's updates (columns + ``_time`` + ``_diff``) under `path`.
 
     >>> Parquet("/tmp/out").path
@@ -44,37 +43,32 @@ class Parquet:
     def durable_upper(self) -> int | None:
         """Times below this are committed (None: the collection is finished)."""
         commits = self.commits()
-        return commits[-1]["upper"] if commits else _MIN_TIME
+        return commits[-1]["upper"] if commits else MIN_TIME
 
-    def commit(self, delta, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
-        """Commit ``[lo, hi)`` once. True: `delta`'s plan was computed (False when the
-        range was committed before a restart and nothing ran)."""
-        from pyspark.sql import functions as F
-
+    def write(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> dict[str, Any]:
+        """Write the range's files into a new commit directory (not yet in the log)."""
         os.makedirs(self.path, exist_ok=True)
-        commits = self.commits()
-        upper = commits[-1]["upper"] if commits else _MIN_TIME
-        if upper is None or (hi is not None and upper >= hi):
-            return False  # committed before a restart: exactly once
-        if delta is not None and lo < upper:
-            delta = delta.filter(F.col("_time") >= upper)
-            lo = upper
         self._repair_log()
-        seq = len(commits)
+        seq = len(self.commits())
         rel = f"commit-{seq:08d}"
-        target = os.path.join(self.path, rel)
-        computed = delta is not None
         if delta is None:
-            delta = info["spark"].createDataFrame([], _with_system(info["schema"]))
-        delta.write.mode("overwrite").parquet(target)
-        failpoint("sink.written")
-        entry = {"seq": seq, "lower": lo, "upper": hi, "dir": rel, "tick": info["tick"]}
+            delta = context.spark.createDataFrame([], _with_system(context.schema))
+        delta.write.mode("overwrite").parquet(os.path.join(self.path, rel))
+        return {"seq": seq, "lower": lo, "upper": hi, "dir": rel, "tick": context.tick}
+
+    def publish(
+        self, written: dict[str, Any], lo: int, hi: int | None, upper: int, context: CommitContext
+    ) -> None:
+        """Append the commit line (fsynced): the directory becomes part of the output."""
+        if self.durable_upper() != upper:
+            raise RuntimeError(
+                f"Parquet({self.path!r}): the commit log moved past {upper} while this "
+                "dataflow was writing; is another process writing to the same path?"
+            )
         with open(os.path.join(self.path, COMMIT_LOG), "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+            f.write(json.dumps(written) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        failpoint("sink.committed")
-        return computed
 
     def _repair_log(self) -> None:
         # Drop a partial last line left by a crash, so the next line starts clean.

@@ -33,12 +33,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .base import CommitContext, Sink
+
 __all__ = ["Publish"]
 
 _PART = "__sealtime_partition"
 
 
-class Publish:
+class Publish(Sink):
     """Publish sealed epochs of a collection under `topic` (see the module docstring)."""
 
     def __init__(
@@ -67,6 +69,8 @@ class Publish:
             )
         self.topic = topic
         self.mode = mode
+        # View mode keeps durable shards: the resumption frontier must respect them.
+        self.exactly_once = mode == "view"
         self.partitions = partitions
         self.by = [by] if isinstance(by, str) else (list(by) if by is not None else None)
         if schema is not None:
@@ -140,6 +144,8 @@ class Publish:
     def durable_upper(self) -> int | None:
         """View mode: every update below this is in the shards (the engine's resumption
         frontier counts it); None when every partition is finished."""
+        if not self.histories:
+            return super().durable_upper()  # stream mode keeps nothing
         uppers = [h.sealed for h in self.histories]
         present = [u for u in uppers if u is not None]
         return min(present) if present else None
@@ -159,7 +165,7 @@ class Publish:
             table = table.append_column(_PART, pa.array(np.zeros(table.num_rows, np.int64)))
         return table
 
-    def commit(self, delta: Any, lo: int, hi: int | None, info: dict[str, Any]) -> bool:
+    def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         """Publish the updates of the sealed range ``[lo, hi)`` and advance to `hi`.
         True: `delta`'s plan was computed."""
         table = self._split(delta) if delta is not None else None

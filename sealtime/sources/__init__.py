@@ -16,6 +16,7 @@ from .generator import Generator
 from .nexmark import Nexmark
 from .rows import Rows
 from .subscription import Subscription
+from .timer import Timer
 
 __all__ = [
     "Files",
@@ -29,6 +30,7 @@ __all__ = [
     "Source",
     "SourceReader",
     "Subscription",
+    "Timer",
 ]
 
 _LAZY = {"NatsJetStream": "sealtime.sources.nats", "RedisStream": "sealtime.sources.redis_streams"}

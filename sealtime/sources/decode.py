@@ -39,6 +39,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
+from ..errors import SchemaError
+
 __all__ = [
     "ERRORS_SCHEMA",
     "SUBSOURCE_COLUMN",
@@ -61,7 +63,7 @@ SUBSOURCE_COLUMN = "_subsource"
 _MIN_BLOCK = 1 << 20  # pyarrow.json block size floor (bytes)
 
 
-class SchemaMismatchError(ValueError):
+class SchemaMismatchError(SchemaError):
     """The data's own schema disagrees with the declared one (not a per-record problem).
 
     The message names the source, the column, the expected and found types and the fix.
@@ -243,8 +245,8 @@ def _isolate(
 ) -> tuple[list[pa.Table], list[str], list[str]]:
     """Bisect `items` into pieces that decode; return (good tables, bad raws, reasons).
 
-    With `one_row_each`, a piece must decode to exactly one row per item (messages);
-    otherwise any row count is fine (lines: a blank line gives none). Order is kept.
+    With `one_row_each`, a piece must decode to exactly one row per item that is not
+    blank (a blank line gives none); otherwise any row count is fine. Order is kept.
     """
     good: list[pa.Table] = []
     raws: list[str] = []
@@ -263,7 +265,8 @@ def _isolate(
         reason = None
         try:
             table = decode(piece)
-            if one_row_each and table.num_rows != hi - lo:
+            expected = sum(1 for item in piece if item.strip()) if one_row_each else None
+            if expected is not None and table.num_rows != expected:
                 reason = (
                     f"decodes to {table.num_rows} records, expected exactly one JSON object"
                     if hi - lo == 1
@@ -302,6 +305,21 @@ def _read_json(buf: bytes, schema: pa.Schema, *, single_block: bool = False) -> 
     )
 
 
+# A line holding a JSON value (not only blanks): one record each.
+_RECORD_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
+
+
+def _one_row_per_line(buf: bytes, table: pa.Table) -> bool:
+    """Did every non-blank line give exactly one row? A line like ``{"k": 1} null`` gives
+    two (the second all null) and ``{"a": 1} {"b": 2}`` two records on one line: both
+    are errors, not rows. Counting newlines (no allocation) settles the usual case of no
+    blank lines; only otherwise are the non-blank lines counted."""
+    lines = buf.count(b"\n") + (0 if buf.endswith(b"\n") else 1)
+    if table.num_rows == lines:
+        return True
+    return table.num_rows == sum(1 for _ in _RECORD_LINE.finditer(buf))
+
+
 def _json_chunk(buf: bytes, schema: pa.Schema) -> pa.Table:
     """Decode a whole chunk; retry once as a single block (lines longer than a block)."""
     try:
@@ -317,7 +335,13 @@ def decode_json_lines(
 ) -> tuple[pa.Table, pa.Table | None]:
     """Decode newline-delimited JSON objects; bad lines go to the errors table.
 
-    Blank lines are skipped. Fields not in `schema` are ignored, missing ones are null.
+    Blank lines are skipped. Each other line must hold exactly one JSON object: a line
+    that is `null`, an array, a number, a string, or several values, is an error (it
+    never reaches pyarrow's reader alone: pyarrow 26 crashes on a bare ``null``). Fields
+    not in `schema` are ignored, missing ones are null (a missing event time is routed
+    to `errors` by the engine). A value that does not convert to its declared type, e.g.
+    ``"not-a-time"`` for a timestamp column, makes its line an error naming the column
+    type and the value.
     Timestamps are ISO 8601 strings (``"2015-07-15T00:00:00Z"``); declare an int64
     column for epoch milliseconds. `where` prefixes each error reason (e.g. a file name).
 
@@ -329,14 +353,16 @@ def decode_json_lines(
     if not buf.strip():
         return empty_table(schema), None
     try:
-        return _json_chunk(buf, schema), None
+        table = _json_chunk(buf, schema)
+        if _one_row_per_line(buf, table):
+            return table, None
     except pa.ArrowInvalid:
         pass
     lines = buf.split(b"\n")
     good, raws, reasons = _isolate(
         lines,
         lambda piece: _read_json(b"\n".join(piece), schema, single_block=True),
-        one_row_each=False,
+        one_row_each=True,
         blank_reason=None,
     )
     prefix = f"{where} " if where else ""

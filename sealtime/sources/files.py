@@ -41,14 +41,13 @@ import fnmatch
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .base import ReadBatch, Source, SourceReader
+from .base import LinkedBatch, LinkedReader, ReadBatch, Source
 from .decode import (
     SchemaMismatchError,
     conform,
@@ -82,20 +81,6 @@ def linkable_type(t: pa.DataType) -> bool:
         or pa.types.is_string(t)
         or pa.types.is_date32(t)
     )
-
-
-@dataclass(frozen=True)
-class LinkedBatch(ReadBatch):
-    """A `ReadBatch` from `FilesReader.read_linked`: the rows are *ranges of immutable
-    Parquet files* instead of a table.
-
-    * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
-      ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
-    * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
-      the same order, conformed to the declared types.
-    """
-
-    links: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class Files(Source):
@@ -209,7 +194,7 @@ def _parse_position(position: Any) -> tuple[str | None, int]:
     return name, offset
 
 
-class FilesReader(SourceReader):
+class FilesReader(LinkedReader):
     """An open `Files` source. `position` is ``{"file": name, "offset": n}``."""
 
     def __init__(self, source: Files, name: str | None, offset: int) -> None:

@@ -84,11 +84,11 @@ _TOTAL_PROPORTION = 50
 _HOT_BLOCK = 100  # Beam's HOT_AUCTION_RATIO / HOT_BIDDER_RATIO block size
 _ID_LEAD = 10  # Beam's AUCTION_ID_LEAD / PERSON_ID_LEAD
 
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
-_TWO_POW_M53 = 2.0**-53
+TWO_POW_M53 = 2.0**-53
 # One independent hash stream per random field.
 _FIELDS = {
     "auction_hot": 1,
@@ -227,15 +227,15 @@ def parse_time_ms(value: Any, *, name: str = "start") -> int:
 # --------------------------------------------------------------------------- hashing
 
 
-def _mix_int(z: int) -> int:
+def mix_int(z: int) -> int:
     """SplitMix64's finaliser on a Python int (used for the per-field keys)."""
-    z &= _MASK64
-    z = ((z ^ (z >> 30)) * _M1) & _MASK64
-    z = ((z ^ (z >> 27)) * _M2) & _MASK64
+    z &= MASK64
+    z = ((z ^ (z >> 30)) * _M1) & MASK64
+    z = ((z ^ (z >> 27)) * _M2) & MASK64
     return z ^ (z >> 31)
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
+def mix(z: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser, in place on a uint64 array (wrap-around arithmetic)."""
     z ^= z >> np.uint64(30)
     z *= np.uint64(_M1)
@@ -252,7 +252,7 @@ def _wall_clock_ms() -> int:
 # --------------------------------------------------------------------------- source
 
 
-def _check_int(name: str, value: Any, minimum: int, fix: str) -> int:
+def check_int(name: str, value: Any, minimum: int, fix: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"Generator({name}={value!r}): must be an integer; {fix}")
     if value < minimum:
@@ -321,19 +321,19 @@ class Generator(Source):
         pace: bool = False,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        self.seed = _check_int("seed", seed, 0, "pass a seed between 0 and 2**64 - 1")
-        if self.seed > _MASK64:
+        self.seed = check_int("seed", seed, 0, "pass a seed between 0 and 2**64 - 1")
+        if self.seed > MASK64:
             raise ValueError(f"Generator(seed={seed!r}): must be < 2**64; pass a smaller seed")
         self.limit = (
             None
             if limit is None
-            else _check_int("limit", limit, 0, "pass a number of events, or None for unbounded")
+            else check_int("limit", limit, 0, "pass a number of events, or None for unbounded")
         )
-        self.rate = _check_int(
+        self.rate = check_int(
             "rate", rate, 1, "pass events per second of event time, e.g. rate=10_000"
         )
         self.start_ms = parse_time_ms(start, name="start")
-        self.max_per_read = _check_int(
+        self.max_per_read = check_int(
             "max_per_read", max_per_read, 1, "pass the most rows one read may return"
         )
         self.out_of_order_ms = parse_duration(out_of_order, name="out_of_order")
@@ -348,7 +348,7 @@ class Generator(Source):
             )
         self.late_fraction = float(late_fraction)
         self.late_by_ms = parse_duration(late_by, name="late_by")
-        self.late_warmup = _check_int(
+        self.late_warmup = check_int(
             "late_warmup", late_warmup, 1, "pass the number of events before the first late one"
         )
         if self.late_fraction > 0 and self.late_by_ms <= self.out_of_order_ms:
@@ -357,15 +357,15 @@ class Generator(Source):
                 f"{out_of_order!r} when late_fraction > 0, or injected events are not late; "
                 f"e.g. late_by='{2 * self.out_of_order_ms + 1000 + -(-1000 // self.rate)}ms'"
             )
-        self.auctions = _check_int("auctions", auctions, 1, "pass the number of in-flight auctions")
-        self.bidders = _check_int("bidders", bidders, 1, "pass the number of active bidders")
-        self.hot_auction_ratio = _check_int(
+        self.auctions = check_int("auctions", auctions, 1, "pass the number of in-flight auctions")
+        self.bidders = check_int("bidders", bidders, 1, "pass the number of active bidders")
+        self.hot_auction_ratio = check_int(
             "hot_auction_ratio", hot_auction_ratio, 1, "1 = no hot auction, 2 = Nexmark's default"
         )
-        self.hot_bidder_ratio = _check_int(
+        self.hot_bidder_ratio = check_int(
             "hot_bidder_ratio", hot_bidder_ratio, 1, "1 = no hot bidder, 4 = Nexmark's default"
         )
-        self.extra_bytes = _check_int("extra_bytes", extra_bytes, 0, "pass 0 for no padding")
+        self.extra_bytes = check_int("extra_bytes", extra_bytes, 0, "pass 0 for no padding")
         if not isinstance(pace, bool):
             raise ValueError(f"Generator(pace={pace!r}): must be True or False")
         self.pace = pace
@@ -375,7 +375,7 @@ class Generator(Source):
             )
         self.clock = clock
         self._keys = {
-            f: _mix_int(self.seed * _GOLDEN + code * 0xD1B54A32D192ED03 + 1)
+            f: mix_int(self.seed * GOLDEN + code * 0xD1B54A32D192ED03 + 1)
             for f, code in _FIELDS.items()
         }
         fields = [
@@ -434,13 +434,13 @@ class Generator(Source):
     def _hash(self, ns: np.ndarray, field: str) -> np.ndarray:
         """uint64 hash of (seed, n, field) for each n (SplitMix64 output n of the field key)."""
         z = ns.astype(np.uint64)  # a copy, mixed in place
-        z *= np.uint64(_GOLDEN)
+        z *= np.uint64(GOLDEN)
         z += np.uint64(self._keys[field])
-        return _mix(z)
+        return mix(z)
 
     def _uniform(self, ns: np.ndarray, field: str) -> np.ndarray:
         """Float64 uniform in [0, 1) per event (53 random bits)."""
-        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
+        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * TWO_POW_M53
 
     def base_time(self, event_ids: np.ndarray) -> np.ndarray:
         """Base event time (int64 ms) of each event number.
@@ -472,7 +472,7 @@ class Generator(Source):
         >>> 9_000 < Generator(late_fraction=0.01).injected_late(10**6) < 11_000
         True
         """
-        n = _check_int("n_events", n_events, 0, "pass a number of events")
+        n = check_int("n_events", n_events, 0, "pass a number of events")
         if self.late_fraction == 0.0:
             return 0
         total = 0
@@ -508,8 +508,8 @@ class Generator(Source):
         >>> t.equals(Generator(seed=3).generate(0, 13).slice(10))
         True
         """
-        first = _check_int("first", first, 0, "pass an event number >= 0")
-        count = _check_int("count", count, 0, "pass a number of events >= 0")
+        first = check_int("first", first, 0, "pass an event number >= 0")
+        count = check_int("count", count, 0, "pass a number of events >= 0")
         if self.limit is not None and first + count > self.limit:
             raise ValueError(
                 f"Generator.generate({first}, {count}): beyond limit={self.limit}; "
@@ -577,7 +577,7 @@ class Generator(Source):
         """A reader starting at event number `position` (None = 0)."""
         if position is None:
             position = 0
-        pos = _check_int("position", position, 0, "pass a position returned by a ReadBatch")
+        pos = check_int("position", position, 0, "pass a position returned by a ReadBatch")
         if self.limit is not None and pos > self.limit:
             raise ValueError(
                 f"Generator.open(position={pos}): beyond limit={self.limit}; "
@@ -615,7 +615,7 @@ class GeneratorReader(SourceReader):
         src = self.source
         n = src.max_per_read
         if max_rows is not None:
-            n = min(n, _check_int("max_rows", max_rows, 0, "pass a row count >= 0"))
+            n = min(n, check_int("max_rows", max_rows, 0, "pass a row count >= 0"))
         if src.limit is not None:
             n = min(n, src.limit - self.position)
         if src.pace:

@@ -5,29 +5,46 @@ The reader drives one **durable pull consumer** (`durable`, ``AckAll``, filtered
 `acknowledge` and `close` are synchronous calls into that loop with timeouts.
 
 * **Position**: the stream sequence number of the last message read (an int; 0 = none).
-  ``open(position)`` resumes at ``position + 1``. If the durable consumer already
-  stands exactly there (a clean restart) it is reused; otherwise it is recreated with
-  ``opt_start_seq = position + 1``. A guard consumer holds the messages after
-  `position` while the durable is swapped, so interest-retention streams keep them.
-* **Acknowledgement**: ``acknowledge(p)`` acks, with one ``AckAll`` on the newest
-  delivered message whose sequence is ≤ `p`, everything up to it — never beyond `p`.
-  ``open(p)`` treats `p` itself as acknowledged (it is the resumption frontier).
+  ``resume(position, acknowledged)`` reads on at ``position + 1`` while the consumer's
+  ack floor follows `acknowledged` (the dataflow's resumption frontier);
+  ``open(p)`` is ``resume(p, p)``.
+* **The durable is never deleted to resume.** Its ack floor is the upstream record of
+  what the dataflow holds durably, so it must never move back. On (re)start the reader
+  asks the server where the durable stands: ack floor *A* and last delivered message
+  *D*. Messages after *D* come from the durable as usual. The messages in ``(A, D]`` were
+  delivered before the restart and are still pending there (the durable redelivers them
+  only after `ack_wait`), so the reader **catches up** on them with an ephemeral
+  ``AckNone`` pull consumer starting at ``min(A, position) + 1``
+  (``DeliverPolicy.BY_START_SEQUENCE``): the ones after `position` are read as data
+  (delivered but never logged), the ones up to `position` only give ack handles.
+* **Acknowledgement, message by message**: ``acknowledge(p)`` sends one ``AckAll`` on the
+  message with the largest stream sequence ≤ `p` (normally `p` itself) — the server then
+  counts everything ≤ it as acknowledged and sets its floor to exactly that message,
+  never beyond `p`. An ack is the ``+ACK`` request to the message's ack subject
+  ``$JS.ACK.<stream>.<durable>.<n>.<stream seq>.<delivery seq>.…``; for a message the
+  durable delivered before a restart, the delivery sequence is derived from the
+  consumer's state (pending first deliveries are numbered consecutively after the ack
+  floor's), which for ``AckAll`` is all the server needs (it moves its floor to the
+  pair when both are above the current floor). ``resume`` acknowledges `acknowledged`
+  itself as soon as the catch-up has passed it.
 * **Gaps**: consumer sequence numbers must follow each other; a gap (a delivery lost in
-  a reconnect) recreates the consumer at the acknowledged position + 1 and the reader
-  skips what it has already read, so nothing is lost and nothing is read twice.
+  a reconnect) makes the reader ask the server again and catch up as on a restart, so
+  nothing is lost and nothing is read twice.
 * **Decoding**: each message is one JSON object; the payloads of a fetched batch are
   decoded in one `pyarrow.json` call; bad messages go to `errors` (`decode`).
 * **Health**: ``"running"``; ``"stalled"`` while the server is unreachable (the reader
   reconnects by itself); ``"failed: …"`` when the stream is missing or unusable (then
   `read` raises).
 
-Work-queue streams are not supported (they need one ack per message and allow only one
+A durable whose configuration no longer matches the source (another subject, ack
+policy or a push consumer) is recreated right after the acknowledged position. Work-
+queue streams are not supported (they need one ack per message and allow only one
 consumer per subject); use limits (the default) or interest retention.
 
 >>> src = NatsJetStream("orders.*", stream="ORDERS", schema={"id": "long"})
 >>> src.durable, src.finite
 ('sealtime_orders__', False)
->>> reader = src.open(41)  # doctest: +SKIP
+>>> reader = src.resume(41, 30)  # doctest: +SKIP
 >>> batch = reader.read(1000)  # doctest: +SKIP
 >>> reader.acknowledge(batch.position)  # doctest: +SKIP
 """
@@ -35,12 +52,15 @@ consumer per subject); use limits (the default) or interest retention.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import json
 import re
 import threading
 import time
+from array import array
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .base import ReadBatch, Source, SourceReader
@@ -50,6 +70,10 @@ from .rows import to_arrow_schema
 __all__ = ["NatsJetStream", "NatsJetStreamReader"]
 
 T = TypeVar("T")
+
+#: Most already-logged messages (ack handles only) one catch-up read passes over: a few
+#: seconds of pulling, so a read stays short however far the frontier lags.
+_CATCHUP_SKIPS = 100_000
 
 
 class _LoopThread:
@@ -154,39 +178,69 @@ class NatsJetStream(Source):
         return False
 
     def open(self, position: Any = None) -> NatsJetStreamReader:
-        """A reader resuming at stream sequence ``position + 1`` (None = the start)."""
-        if position is None:
-            position = 0
-        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-            raise ValueError(
-                f"NatsJetStream.open(position={position!r}): pass a stream sequence number "
-                "returned by this source (an int >= 0), or None for the start"
-            )
-        return NatsJetStreamReader(self, position)
+        """A reader resuming at stream sequence ``position + 1`` (None = the start); the
+        position itself counts as acknowledged."""
+        position = self._check(position, "open")
+        return NatsJetStreamReader(self, position, position)
 
     def resume(self, position: Any, acknowledged: Any = None) -> NatsJetStreamReader:
-        """A reader that continues after `position` while the consumer's ack floor stays
-        at `acknowledged`: the consumer is (re)created right after `acknowledged`, and the
-        messages up to `position` that it delivers again are skipped (they are in the
-        dataflow's log already) but can still be acknowledged."""
+        """A reader that continues after `position` while the durable's ack floor follows
+        `acknowledged` (None: nothing yet): the durable is kept, the messages it delivered
+        after its ack floor are caught up on by stream sequence (data after `position`,
+        ack handles up to it) and `acknowledged` is acked exactly."""
+        position = self._check(position, "resume")
+        acknowledged = self._check(acknowledged, "resume")
+        return NatsJetStreamReader(self, position, min(acknowledged, position))
+
+    def _check(self, position: Any, method: str) -> int:
         if position is None:
-            return self.open(None)
-        acknowledged = 0 if acknowledged is None else acknowledged  # None: nothing yet
-        if acknowledged >= position:
-            return self.open(position)
-        reader = self.open(acknowledged)
-        reader.last = position
-        return reader
+            return 0
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise ValueError(
+                f"NatsJetStream.{method}(position={position!r}): pass a stream sequence number "
+                "returned by this source (an int >= 0), or None for the start"
+            )
+        return position
+
+
+@dataclass
+class _CatchUp:
+    """Reading the messages the durable delivered before a (re)start, by stream sequence.
+
+    `consumer` is the ephemeral ``AckNone`` consumer doing it; it stops at `end` (the
+    durable's last delivered stream sequence). The durable's pending first deliveries
+    in ``(floor, end]`` carry the delivery sequences ``base + 1, base + 2, …`` in stream
+    order (`rank` counts them), up to `top` (the durable's last delivery sequence).
+    """
+
+    consumer: str
+    end: int
+    floor: int
+    base: int
+    top: int
+    rank: int = 0
+    done: bool = False
 
 
 class NatsJetStreamReader(SourceReader):
     """An open `NatsJetStream`; `position` is the last stream sequence read."""
 
-    def __init__(self, source: NatsJetStream, position: int) -> None:
+    def __init__(self, source: NatsJetStream, position: int, acknowledged: int) -> None:
         self.source = source
         self.last = position  # last stream sequence read
-        self.acked = position  # acknowledged (open treats the position as acknowledged)
-        self._handles: list[tuple[int, Any]] = []  # (stream seq, msg) usable for AckAll
+        #: the resumption position the dataflow asked to acknowledge (the newest)
+        self.acked = acknowledged
+        #: the stream sequence of the newest ack the server took (its floor, from us)
+        self._sent = 0
+        # Ack handles of messages after `_sent`, increasing in both sequences: the stream
+        # sequence and the durable's delivery sequence (two int arrays, not message
+        # objects: a resumption frontier that lags by a million messages costs 16 MB).
+        self._hs = array("q")
+        self._hd = array("q")
+        self._ack_head = ""  # "$JS.ACK.<stream>.<durable>" (learnt from a delivery)
+        self._ack_tail = ""  # the tokens after the delivery sequence (ignored by servers)
+        self._catchup: _CatchUp | None = None
+        self._consumer = source.durable  # the consumer pulled from now
         self._expected_cseq: int | None = None
         self._status = "stalled"
         self._reason = ""
@@ -197,6 +251,7 @@ class NatsJetStreamReader(SourceReader):
         self._buf: list[Any] = []  # delivered messages not yet handed to read
         self._pull_left = 0  # messages the pull request in flight may still deliver
         self._pull_done: asyncio.Event | None = None
+        self._pull_status = ""  # the status that ended the last pull ("" = none came)
         self._consumer_gone = ""
         self._ready = False
         self._need_reset = False
@@ -211,6 +266,11 @@ class NatsJetStreamReader(SourceReader):
     def position(self) -> int:
         """The last stream sequence number read."""
         return self.last
+
+    @property
+    def catching_up(self) -> bool:
+        """True while the reader re-reads what the durable delivered before a restart."""
+        return self._catchup is not None
 
     def health(self) -> str:
         """``"running"``, ``"stalled"`` (unreachable, reconnecting) or ``"failed: …"``."""
@@ -234,39 +294,48 @@ class NatsJetStreamReader(SourceReader):
             return self._batch([])
         timeout = src.fetch_timeout * (2 + want // src.fetch_batch) + 10
         try:
-            msgs = self._io.run(self._fetch(want), timeout)
+            if self._catchup is not None:
+                msgs = self._io.run(self._fetch_catchup(want), timeout)
+            else:
+                msgs = self._io.run(self._fetch(want), timeout)
         except Exception as exc:
             self._stall(exc)
             if self._nc is not None and self._nc.is_connected:
                 self._ready = False  # e.g. the consumer was deleted: set up again
             return self._batch([])
         payloads = self._accept(msgs)
+        if self._catchup is not None and self._catchup.done and not self._need_reset:
+            try:
+                self._io.run(self._end_catchup(), src.connect_timeout + 10)
+                # Read on from the durable in the same call: a catch-up over messages
+                # that were logged already yields no rows, and a tick should not be lost.
+                more = want - len(payloads)
+                if more > 0:
+                    payloads += self._accept(self._io.run(self._fetch(more), timeout))
+            except Exception as exc:
+                self._stall(exc)
+                self._ready = False
         if self._nc is not None and self._nc.is_connected:
             self._status = "running"
+        if self.acked > self._sent:
+            self._flush_acks()  # e.g. the resumption position, once caught up on it
         return self._batch(payloads)
 
     def acknowledge(self, position: Any) -> None:
-        """Ack upstream everything up to stream sequence `position` (AckAll), not beyond.
+        """Ack upstream everything up to stream sequence `position` (AckAll on the message
+        with the largest sequence ≤ it), never beyond.
 
         Idempotent and monotone: positions at or below the last acknowledged one are
         ignored. If the ack cannot be sent (server unreachable) it is retried by the next
-        call."""
+        call or read."""
         if isinstance(position, bool) or not isinstance(position, int):
             raise ValueError(
                 f"NatsJetStreamReader.acknowledge({position!r}): pass a position returned by read"
             )
         if position <= self.acked:
             return
-        usable = [h for h in self._handles if h[0] <= position]
-        if usable:
-            seq, msg = max(usable, key=lambda h: h[0])
-            try:
-                self._io.run(msg.ack_sync(timeout=self.source.connect_timeout), 10)
-            except Exception as exc:
-                self._stall(exc)
-                return
-        self._handles = [h for h in self._handles if h[0] > position]
         self.acked = position
+        self._flush_acks()
 
     def consumer_info(self) -> Any:
         """The server's info on the durable consumer (ack floor, pending) — for tests."""
@@ -278,6 +347,8 @@ class NatsJetStreamReader(SourceReader):
         self._closed = True
         try:
             if self._nc is not None:
+                if self._catchup is not None:
+                    self._io.run(self._drop_catchup_consumer(), 5)
                 self._io.run(self._nc.close(), 10)
         except Exception:
             pass
@@ -301,33 +372,67 @@ class NatsJetStreamReader(SourceReader):
         self._status = "failed"
         self._reason = reason
 
-    def _accept(self, chunks: list[list[Any]]) -> list[bytes]:
-        """Keep, in order, the messages after the last one read; detect delivery gaps.
+    def _flush_acks(self) -> None:
+        """Send one AckAll for the newest handle at or below `acked` (if it is new)."""
+        k = bisect.bisect_right(self._hs, self.acked)
+        if k == 0 or not self._ack_head:
+            return
+        sseq, dseq = self._hs[k - 1], self._hd[k - 1]
+        subject = f"{self._ack_head}.1.{sseq}.{dseq}.{self._ack_tail}"
+        wait = self.source.connect_timeout
+        try:
+            self._io.run(self._nc.request(subject, b"+ACK", timeout=wait), wait + 10)
+        except Exception as exc:
+            self._stall(exc)
+            return
+        del self._hs[:k]
+        del self._hd[:k]
+        self._sent = sseq
 
-        The newest message of each fetched chunk is kept as an ack handle (AckAll on it
-        acks everything before it), so acknowledgements lag a position by at most one
-        chunk and the reader holds one message per chunk, not one per message."""
+    def _learn_ack_subject(self, reply: str) -> None:
+        """The durable's ack subject shape, from any delivery's reply subject (of the
+        durable or of the catch-up consumer: only the consumer token differs)."""
+        tokens = reply.split(".")
+        base = 2 if len(tokens) == 9 else 4
+        tokens[base + 1] = self.source.durable
+        self._ack_head = ".".join(tokens[: base + 2])
+        self._ack_tail = ".".join(tokens[base + 5 :])
+
+    def _handle(self, sseq: int, dseq: int) -> None:
+        """Keep an ack handle (stream order; redeliveries of older messages are not)."""
+        if sseq > self._sent and (not self._hs or sseq > self._hs[-1]):
+            self._hs.append(sseq)
+            self._hd.append(dseq)
+
+    def _accept(self, chunks: list[list[Any]]) -> list[bytes]:
+        """Keep, in order, the messages after the last one read; keep one ack handle per
+        message; detect delivery gaps; stop a catch-up at its end."""
         payloads: list[bytes] = []
+        catchup = self._catchup
         for msgs in chunks:
-            best: tuple[int, Any] | None = None
-            gap = False
             for msg in msgs:
                 sseq, cseq = _sequences(msg.reply)
                 if self._expected_cseq is not None and cseq != self._expected_cseq:
-                    self._need_reset = True  # a delivery went missing: re-read from the ack
-                    gap = True
-                    break
+                    self._need_reset = True  # a delivery went missing: ask the server again
+                    return payloads
                 self._expected_cseq = cseq + 1
-                if best is None or sseq > best[0]:
-                    best = (sseq, msg)
-                if sseq <= self.last:
-                    continue  # a redelivery, or a message before the position after a reset
-                payloads.append(msg.data)
-                self.last = sseq
-            if best is not None and (not self._handles or best[0] > self._handles[-1][0]):
-                self._handles.append(best)
-            if gap:
-                break
+                if not self._ack_head:
+                    self._learn_ack_subject(msg.reply)
+                if catchup is not None:
+                    if sseq > catchup.end:
+                        catchup.done = True  # the durable delivers the rest
+                        return payloads
+                    if sseq > catchup.floor:
+                        catchup.rank += 1
+                        if catchup.base + catchup.rank <= catchup.top:
+                            self._handle(sseq, catchup.base + catchup.rank)
+                    if sseq == catchup.end:
+                        catchup.done = True
+                else:
+                    self._handle(sseq, cseq)
+                if sseq > self.last:  # else a redelivery, or already logged
+                    payloads.append(msg.data)
+                    self.last = sseq
         return payloads
 
     def _try_setup(self, force: bool = False) -> None:
@@ -382,7 +487,9 @@ class NatsJetStreamReader(SourceReader):
         self._js = self._nc.jetstream(timeout=max(src.connect_timeout, 1.0))
 
     async def _setup(self) -> None:
-        from nats.js.api import RetentionPolicy
+        """Find where the durable stands (never deleting it when it fits) and plan the
+        reading: straight on from the durable, or a catch-up first."""
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RetentionPolicy
         from nats.js.errors import NotFoundError
 
         src = self.source
@@ -399,22 +506,88 @@ class NatsJetStreamReader(SourceReader):
                 f"stream {src.stream!r} uses work-queue retention, which needs one ack per "
                 "message and one consumer per subject; use limits or interest retention"
             )
+        await self._drop_catchup_consumer()
         consumer = None
-        try:
+        with contextlib.suppress(NotFoundError):
             consumer = await self._js.consumer_info(src.stream, src.durable)
-        except NotFoundError:
+        if consumer is not None and not self._fits(consumer):
+            # Another configuration (subject, ack policy, push): not this source's cursor.
+            with contextlib.suppress(NotFoundError):
+                await self._js.delete_consumer(src.stream, src.durable)
             consumer = None
-        # Reuse the durable only on the first setup after open (a clean restart), never
-        # after a gap: then it may have delivered messages this reader never saw.
-        if self._expected_cseq is None and consumer is not None and self._reusable(consumer):
-            self._expected_cseq = consumer.delivered.consumer_seq + 1
-        else:
-            # open(): start right after the position (treated as acknowledged); a gap
-            # later: right after the acknowledged position, skipping what was read.
-            await self._reset(self.acked + 1)
+        self._hs = array("q")
+        self._hd = array("q")
+        self._consumer = src.durable
+        if consumer is None:
+            # A new durable right after the acknowledged position: it delivers what was
+            # logged but not acknowledged again (skipped, but ack handles), then the rest.
+            await self._create_durable(self.acked + 1)
+            self._sent = self.acked
             self._expected_cseq = 1
-        # Pulled messages arrive on a fresh inbox (stale deliveries of an earlier
-        # subscription or consumer cannot mix in); a callback buffers them.
+        else:
+            floor, delivered = consumer.ack_floor, consumer.delivered
+            self._sent = floor.stream_seq
+            low = min(floor.stream_seq, self.last)
+            if delivered.stream_seq > low:
+                # Delivered before, still pending at the durable: catch up by sequence.
+                eph = await self._js.add_consumer(
+                    src.stream,
+                    ConsumerConfig(
+                        ack_policy=AckPolicy.NONE,
+                        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                        opt_start_seq=low + 1,
+                        filter_subject=src.subject,
+                        inactive_threshold=300.0,
+                        mem_storage=True,
+                    ),
+                )
+                self._catchup = _CatchUp(
+                    eph.name,
+                    end=delivered.stream_seq,
+                    floor=floor.stream_seq,
+                    base=floor.consumer_seq,
+                    top=delivered.consumer_seq,
+                )
+                self._consumer = eph.name
+                self._expected_cseq = 1
+            else:
+                self._expected_cseq = delivered.consumer_seq + 1
+        await self._new_inbox()
+
+    def _fits(self, consumer: Any) -> bool:
+        from nats.js.api import AckPolicy
+
+        cfg = consumer.config
+        return (
+            cfg.filter_subject == self.source.subject
+            and cfg.ack_policy == AckPolicy.ALL
+            and cfg.deliver_subject is None
+        )
+
+    async def _create_durable(self, start: int) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+        from nats.js.errors import BadRequestError
+
+        src = self.source
+        try:
+            await self._js.add_consumer(
+                src.stream,
+                ConsumerConfig(
+                    durable_name=src.durable,
+                    ack_policy=AckPolicy.ALL,
+                    ack_wait=src.ack_wait,
+                    max_ack_pending=-1,
+                    deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                    opt_start_seq=max(start, 1),
+                    filter_subject=src.subject,
+                ),
+            )
+        except BadRequestError as exc:
+            raise _Failed(f"cannot create consumer {src.durable!r}: {exc}") from None
+
+    async def _new_inbox(self) -> None:
+        """Pulled messages arrive on a fresh inbox, so stale deliveries of an earlier
+        consumer or pull request cannot mix in; a callback buffers them."""
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
@@ -424,54 +597,21 @@ class NatsJetStreamReader(SourceReader):
         self._inbox = self._nc.new_inbox()
         self._sub = await self._nc.subscribe(self._inbox, cb=self._on_message)
 
-    def _reusable(self, consumer: Any) -> bool:
-        from nats.js.api import AckPolicy
+    async def _end_catchup(self) -> None:
+        """The catch-up reached the durable's last delivery: read on from the durable."""
+        catchup = self._catchup
+        assert catchup is not None
+        await self._drop_catchup_consumer()
+        self._consumer = self.source.durable
+        self._expected_cseq = catchup.top + 1
+        await self._new_inbox()
 
-        cfg = consumer.config
-        return (
-            consumer.delivered.stream_seq == self.last
-            and cfg.filter_subject == self.source.subject
-            and cfg.ack_policy == AckPolicy.ALL
-            and cfg.deliver_subject is None
-        )
-
-    async def _reset(self, start: int) -> None:
-        """Recreate the durable at stream sequence `start`, guarding messages ≥ start."""
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-        from nats.js.errors import BadRequestError, NotFoundError
-
-        src = self.source
-        start = max(start, 1)
-        common = {
-            "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-            "opt_start_seq": start,
-            "filter_subject": src.subject,
-        }
-        guard = await self._js.add_consumer(
-            src.stream,
-            ConsumerConfig(ack_policy=AckPolicy.NONE, inactive_threshold=60.0, **common),
-        )
-        try:
-            with contextlib.suppress(NotFoundError):
-                await self._js.delete_consumer(src.stream, src.durable)
-            try:
-                await self._js.add_consumer(
-                    src.stream,
-                    ConsumerConfig(
-                        durable_name=src.durable,
-                        ack_policy=AckPolicy.ALL,
-                        ack_wait=src.ack_wait,
-                        max_ack_pending=-1,
-                        **common,
-                    ),
-                )
-            except BadRequestError as exc:
-                raise _Failed(f"cannot create consumer {src.durable!r}: {exc}") from None
-        finally:
-            # If this fails, the guard expires by itself (inactive_threshold).
+    async def _drop_catchup_consumer(self) -> None:
+        """Delete the catch-up consumer (if that fails it expires by itself)."""
+        catchup, self._catchup = self._catchup, None
+        if catchup is not None:
             with contextlib.suppress(Exception):
-                await self._js.delete_consumer(src.stream, guard.name)
-        self._handles = []
+                await self._js.delete_consumer(self.source.stream, catchup.consumer)
 
     async def _on_message(self, msg: Any) -> None:
         """Inbox callback: buffer a delivery, or end the pull request on a status."""
@@ -486,6 +626,7 @@ class NatsJetStreamReader(SourceReader):
             return
         if status == "409" and "deleted" in (msg.headers.get("Description") or "").lower():
             self._consumer_gone = msg.headers.get("Description") or "consumer deleted"
+        self._pull_status = status
         if self._pull_done is not None:  # 404 no messages, 408 expired, 409 ...
             self._pull_done.set()
 
@@ -502,15 +643,21 @@ class NatsJetStreamReader(SourceReader):
         else:
             request["no_wait"] = True
         self._pull_left = n
+        self._pull_status = ""
         self._pull_done.clear()
         await self._nc.publish(
-            f"$JS.API.CONSUMER.MSG.NEXT.{src.stream}.{src.durable}",
+            f"$JS.API.CONSUMER.MSG.NEXT.{src.stream}.{self._consumer}",
             json.dumps(request).encode(),
             reply=self._inbox,
         )
         # On a timeout, late deliveries still land in the buffer (and keep their order).
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._pull_done.wait(), src.fetch_timeout + src.connect_timeout)
+
+    def _chunks(self, want: int) -> list[list[Any]]:
+        src = self.source
+        msgs, self._buf = self._buf[:want], self._buf[want:]
+        return [msgs[i : i + src.fetch_batch] for i in range(0, len(msgs), src.fetch_batch)]
 
     async def _fetch(self, want: int) -> list[list[Any]]:
         """Pull until `want` messages are buffered or the consumer has no more."""
@@ -521,7 +668,7 @@ class NatsJetStreamReader(SourceReader):
             before = len(self._buf)
             await self._pull(n, wait=False)
             if self._consumer_gone:
-                raise RuntimeError(f"consumer {src.durable!r}: {self._consumer_gone}")
+                raise RuntimeError(f"consumer {self._consumer!r}: {self._consumer_gone}")
             got = len(self._buf) - before
             if got >= n:
                 continue
@@ -531,7 +678,44 @@ class NatsJetStreamReader(SourceReader):
             await self._pull(n, wait=True)
             if len(self._buf) == before:
                 break
-        msgs, self._buf = self._buf[:want], self._buf[want:]
+        return self._chunks(want)
+
+    async def _fetch_catchup(self, want: int) -> list[list[Any]]:
+        """Pull from the catch-up consumer until `want` messages after the position are
+        buffered, its end is, or the server says it has nothing more (the rest up to the
+        end was deleted from the stream, e.g. by its limits: the catch-up is over).
+
+        Messages up to the position (already logged: ack handles only) do not count
+        against `want` — else a restart whose frontier lags by more than one read would
+        spend its first ticks reading few or no rows — but against `_CATCHUP_SKIPS`, so
+        one call stays short however far the frontier lags."""
+        src = self.source
+        catchup = self._catchup
+        assert catchup is not None
+        taken = rows = skipped = 0  # messages to return, of them rows, the others
+        while self._nc.is_connected:
+            while taken < len(self._buf) and rows < want and not catchup.done:
+                sseq = _sequences(self._buf[taken].reply)[0]
+                if sseq > catchup.end:
+                    catchup.done = True  # (not taken: the durable delivers it)
+                    break
+                taken += 1
+                if sseq > self.last:
+                    rows += 1
+                else:
+                    skipped += 1
+                catchup.done = sseq == catchup.end
+            if rows >= want or catchup.done or skipped >= _CATCHUP_SKIPS:
+                break
+            before = len(self._buf)
+            await self._pull(src.fetch_batch, wait=False)
+            if self._consumer_gone:
+                raise RuntimeError(f"consumer {self._consumer!r}: {self._consumer_gone}")
+            if len(self._buf) == before:
+                if self._pull_status in ("404", "408"):
+                    catchup.done = True
+                break
+        msgs, self._buf = self._buf[:taken], self._buf[taken:]
         return [msgs[i : i + src.fetch_batch] for i in range(0, len(msgs), src.fetch_batch)]
 
 

@@ -43,15 +43,15 @@ import pyarrow.compute as pc
 from .base import ReadBatch, Source, SourceReader
 from .decode import SUBSOURCE_COLUMN, split_subsources
 from .generator import (
-    _GOLDEN,
-    _MASK64,
-    _TWO_POW_M53,
     DEFAULT_START,
     FIRST_AUCTION_ID,
     FIRST_PERSON_ID,
-    _check_int,
-    _mix,
-    _mix_int,
+    GOLDEN,
+    MASK64,
+    TWO_POW_M53,
+    check_int,
+    mix,
+    mix_int,
     parse_time_ms,
 )
 
@@ -228,12 +228,12 @@ class Nexmark(Source):
     ) -> None:
         def check(name: str, value: Any, minimum: int, fix: str) -> int:
             try:
-                return _check_int(name, value, minimum, fix)
+                return check_int(name, value, minimum, fix)
             except ValueError as exc:
                 raise ValueError(str(exc).replace("Generator(", "Nexmark(", 1)) from None
 
         self.seed = check("seed", seed, 0, "pass a seed between 0 and 2**64 - 1")
-        if self.seed > _MASK64:
+        if self.seed > MASK64:
             raise ValueError(f"Nexmark(seed={seed!r}): must be < 2**64; pass a smaller seed")
         self.limit = None if limit is None else check("limit", limit, 0, "or None for unbounded")
         self.rate = check("rate", rate, 1, "pass events per second of event time, e.g. rate=10_000")
@@ -255,7 +255,7 @@ class Nexmark(Source):
             "bid": BID_SCHEMA,
         }
         self._keys = {
-            f: _mix_int(self.seed * _GOLDEN + (code + 101) * 0xD1B54A32D192ED03 + 7)
+            f: mix_int(self.seed * GOLDEN + (code + 101) * 0xD1B54A32D192ED03 + 7)
             for code, f in enumerate(_FIELDS)
         }
         self._pools: tuple[np.ndarray, np.ndarray] | None = None
@@ -279,12 +279,12 @@ class Nexmark(Source):
 
     def _hash(self, ns: np.ndarray, field: str) -> np.ndarray:
         z = ns.astype(np.uint64)
-        z *= np.uint64(_GOLDEN)
+        z *= np.uint64(GOLDEN)
         z += np.uint64(self._keys[field])
-        return _mix(z)
+        return mix(z)
 
     def _uniform(self, ns: np.ndarray, field: str) -> np.ndarray:
-        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
+        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * TWO_POW_M53
 
     def _below(self, ns: np.ndarray, field: str, k: Any) -> np.ndarray:
         """Uniform ints in ``[0, k)`` (k a scalar or an array)."""
@@ -473,8 +473,8 @@ class Nexmark(Source):
         >>> src.generate(0, 120).slice(70).equals(src.generate(70, 50))
         True
         """
-        first = _check_int("first", first, 0, "pass an event number >= 0")
-        count = _check_int("count", count, 0, "pass a number of events >= 0")
+        first = check_int("first", first, 0, "pass an event number >= 0")
+        count = check_int("count", count, 0, "pass a number of events >= 0")
         if self.limit is not None and first + count > self.limit:
             raise ValueError(
                 f"Nexmark.generate({first}, {count}): beyond limit={self.limit}; "
@@ -535,7 +535,7 @@ class Nexmark(Source):
     def open(self, position: Any = None) -> NexmarkReader:
         """A reader starting at event number `position` (None = 0)."""
         pos = 0 if position is None else position
-        pos = _check_int("position", pos, 0, "pass a position returned by a ReadBatch")
+        pos = check_int("position", pos, 0, "pass a position returned by a ReadBatch")
         if self.limit is not None and pos > self.limit:
             raise ValueError(
                 f"Nexmark.open(position={pos}): beyond limit={self.limit}; "

@@ -145,6 +145,15 @@ class Rows(Source):
         self.table = table.take(pa.array(order, pa.int64()))
         self.times = sorted(set(times))
 
+    @property
+    def insert_only(self) -> bool:
+        """True when no row has a negative multiplicity.
+
+        >>> Rows({"k": "string"}, [(1, {"k": "a"}, -1)]).insert_only
+        False
+        """
+        return bool(np.all(self.table.column("_diff").to_numpy() > 0))
+
     def open(self, position: Any = None) -> SourceReader:
         return _RowsReader(self, int(position or 0))
 

@@ -90,6 +90,11 @@ class Subscription(Source):
     def finite(self) -> bool:
         return self._finite
 
+    @property
+    def insert_only(self) -> bool:
+        # A view subscription carries the publisher's retractions.
+        return False
+
     def open(self, position: Any = None) -> SourceReader:
         """Subscribe; `position` (a frontier: list of times) resumes a view subscription."""
         return _SubscriptionReader(self, position)
@@ -109,10 +114,10 @@ class _SubscriptionReader(SourceReader):
 
     def _connect(self) -> None:
         from ..pubsub.subscriber import Subscription as _Sub
-        from ..pubsub.subscriber import _resolve, subscribe_view
+        from ..pubsub.subscriber import resolve_addresses, subscribe_view
 
         src = self.source
-        addresses = _resolve(src.name, src.catalog)
+        addresses = resolve_addresses(src.name, src.catalog)
         if src.mode == "view":
             resume = None if self.lower is None else list(self.lower.elements())
             self.sub = subscribe_view(addresses[0], resume, timeout=src.timeout)

@@ -1,1 +1,134 @@
+"""SQL views (Spark SQL dialect) compiled to the dataflow API.
 
+``flow.sql("SELECT ...")`` returns a `Collection`; ``flow.create_view("name", "SELECT
+...")`` also registers it as table ``name`` for later SQL. Sources are tables by their
+names. The query is parsed by sqlglot's Spark dialect (`sealtime.sql.parse`),
+translated to differential operators (`sealtime.sql.translate`), and its scalar
+expressions are evaluated by Spark, so they mean what they mean in Spark SQL. What
+cannot be translated with that meaning raises `SqlError` (line, column, construct and
+the Python API that does the same); a failed translation leaves the dataflow as it was.
+See ``docs/sql.md``.
+
+>>> import tempfile, sealtime as st
+>>> from sealtime.sources.rows import Rows
+>>> flow = st.Dataflow("doc", data_dir=tempfile.mkdtemp())
+>>> _ = flow.source("s", Rows({"k": "string", "v": "long"}, [(1, {"k": "a", "v": 2}), (2, {"k": "a", "v": 3})]))
+>>> totals = flow.create_view("totals", "SELECT k, SUM(v) AS total FROM s GROUP BY k")
+>>> flow.sql("SELECT k FROM s ORDER BY k")
+Traceback (most recent call last):
+...
+sealtime.sql.errors.SqlError: ORDER BY at line 1, column 17: a view is an unordered multiset; ...
+>>> _ = flow.run()
+>>> [r["total"] for r in totals.to_spark(as_of=1).collect()], totals.to_spark().collect()[0]["total"]
+([2], 5)
+>>> flow.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from .errors import SqlError
+from .parse import Parsed, parse
+from .relation import Relation
+
+if TYPE_CHECKING:
+    from ..dataflow.collection import Collection
+    from ..dataflow.dataflow import Dataflow
+
+__all__ = ["SqlError", "create_view", "explain", "query", "sql"]
+
+
+@contextlib.contextmanager
+def _atomic(flow: Dataflow, *, keep: bool = True) -> Iterator[list[Any]]:
+    """Undo the operators (and registered views) a failed translation added; with
+    ``keep=False`` undo them in any case (EXPLAIN). Yields the added nodes (filled when
+    the block ends)."""
+    registry = dict(flow.sql_views)
+    kept = False
+    try:
+        with flow.provisional(keep=keep) as added:
+            yield added
+        kept = keep
+    finally:
+        if not kept:
+            flow.sql_views.clear()
+            flow.sql_views.update(registry)
+
+
+def _translate(flow: Dataflow, text: str | Parsed) -> tuple[Collection, str | None]:
+    from .translate import Translator, col_ref
+
+    parsed = parse(text) if isinstance(text, str) else text
+    tree = parsed.tree
+    if not isinstance(tree, exp.Query):
+        line, col = parsed.locate(tree, fallback=tree)
+        raise SqlError(
+            f"{type(tree).__name__} statement",
+            "a view is defined by a query (SELECT ...)",
+            line=line or 1,
+            col=col or 1,
+        )
+    tr = Translator(flow, parsed)
+    rel: Relation = tr.query(tree)
+    names = [f.name for f in rel.visible]
+    coll = rel.collection
+    time = next((f.name for f in rel.visible if f.physical == rel.time_column), None)
+    if coll.columns != names or [f.physical for f in rel.visible] != names:
+        coll = coll.select(*[col_ref(f.physical).alias(f.name) for f in rel.visible])
+    return coll, time
+
+
+def sql(flow: Dataflow, text: str) -> Collection:
+    """The collection a query defines over `flow`'s sources and views."""
+    if flow.started:
+        raise RuntimeError("sql(): views must be defined before the first run()")
+    with _atomic(flow):
+        return _translate(flow, text)[0]
+
+
+query = sql
+
+
+def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection:
+    """Define (from SQL text, or register an existing `Collection`) view `name`."""
+    from ..dataflow.collection import Collection
+    from . import catalog
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(
+            f"create_view(name={name!r}): a view name is an identifier (letters, digits, _)"
+        )
+    if flow.started:
+        raise RuntimeError("create_view(): views must be defined before the first run()")
+    if catalog.lookup(flow, name) is not None:
+        raise ValueError(
+            f"create_view({name!r}): a source or view with that name exists already "
+            "(table names are case-insensitive)"
+        )
+    with _atomic(flow):
+        if isinstance(text, Collection):
+            if text.flow is not flow:
+                raise ValueError(
+                    f"create_view({name!r}): the collection belongs to another dataflow"
+                )
+            coll, time = text, None
+        else:
+            coll, time = _translate(flow, text)
+        catalog.register(flow, name, coll, time)
+    return coll
+
+
+def explain(flow: Dataflow, text: str) -> str:
+    """The operators a query becomes, one per line. They are added and removed again,
+    so `flow` is unchanged (and a running dataflow may be asked too)."""
+    with _atomic(flow, keep=False) as added:
+        coll = _translate(flow, text)[0]
+    lines = [node.describe() + f" -> {node.columns}" for node in added]
+    if not lines:
+        lines = [coll.node.describe() + f" -> {coll.columns}"]
+    return "\n".join(lines)

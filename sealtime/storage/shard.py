@@ -51,6 +51,8 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from sealtime.errors import ReadBelowSinceError, StorageError
+from sealtime.storage.durable import fsync_paths
 from sealtime.storage.metadata import MetadataStore, Transaction
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,8 +90,8 @@ DEFAULT_GRACE_SECONDS = 300.0
 
 
 # --------------------------------------------------------------------------- errors
-class ShardError(Exception):
-    """Base class of shard errors."""
+class ShardError(StorageError):
+    """Base class of shard errors (`ReadBelowSinceError` is in `sealtime.errors`)."""
 
 
 class ShardNotFoundError(ShardError, KeyError):
@@ -109,32 +111,6 @@ class InvalidBatchError(ShardError, ValueError):
 
 class SinceError(ShardError, ValueError):
     """`Shard.downgrade_since` was asked to move `since` backwards."""
-
-
-class ReadBelowSinceError(ShardError):
-    """A read asked for times the shard has compacted away (``as_of < since``)."""
-
-    def __init__(self, shard: str, since: int | None, as_of: int, *, listen: bool = False) -> None:
-        self.shard = shard
-        self.since = since
-        self.as_of = as_of
-        if since is None:
-            detail = "its since is the empty frontier (no reads are possible any more)"
-        else:
-            detail = f"since={since}"
-        if listen:
-            super().__init__(
-                f"shard {shard!r}: cannot listen from {as_of}: {detail}; a listen must be able "
-                "to tell times >= from_ apart from earlier ones, which compaction merges into "
-                "since, so it needs since < from_ — listen from since + 1 after a snapshot at "
-                "since, and hold since below the listener's frontier while it runs"
-            )
-        else:
-            super().__init__(
-                f"shard {shard!r}: cannot snapshot at {as_of}: {detail}; updates before since "
-                "may have been compacted — read at a time >= since, or hold since back "
-                "(downgrade_since) while a reader needs older times"
-            )
 
 
 class NotYetAvailableError(ShardError):
@@ -253,7 +229,7 @@ class ListenEvent:
 
     def to_arrow(self) -> pa.Table:
         """The updates of this event as an Arrow table (user columns, `_time`, `_diff`)."""
-        return self.shard._read_uris(self.files, pc.field(TIME) >= self.lower)
+        return self.shard.read_files(self.files, pc.field(TIME) >= self.lower)
 
     def to_spark(self, spark: SparkSession) -> DataFrame:
         """The updates of this event as a Spark DataFrame."""
@@ -346,22 +322,7 @@ class _Location:
         """Flush files (and their directories) to stable storage on a local filesystem."""
         if not self.local:
             return
-        dirs = set()
-        for rel in rels:
-            path = self.fs_path(rel)
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            dirs.add(os.path.dirname(path))
-        for d in dirs:
-            with contextlib.suppress(OSError):
-                fd = os.open(d, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+        fsync_paths([self.fs_path(rel) for rel in rels])
 
     def delete(self, rels: Sequence[str]) -> int:
         n = 0
@@ -878,7 +839,7 @@ class Shard:
         Row order is unspecified.
         """
         files = self.snapshot(as_of)
-        return consolidate(self._read_uris(files, pc.field(TIME) <= as_of), as_of=as_of)
+        return consolidate(self.read_files(files, pc.field(TIME) <= as_of), as_of=as_of)
 
     def snapshot_spark(self, spark: SparkSession, as_of: int) -> DataFrame:
         """`snapshot_arrow` as a (lazy) Spark DataFrame: consolidated, ``_time = as_of``.
@@ -903,7 +864,9 @@ class Shard:
             return spark.createDataFrame([], self.spark_schema)
         return spark.read.schema(self.spark_schema).parquet(*files)
 
-    def _read_uris(self, uris: Sequence[str], filter: Any = None) -> pa.Table:
+    def read_files(self, uris: Sequence[str], filter: Any = None) -> pa.Table:
+        """The rows of the shard's data files `uris` (e.g. a batch's ``files``) in the
+        shard's full schema, optionally filtered by a pyarrow expression."""
         rels = [self._loc.rel(u) for u in uris]
         return self._read_rel([r for r in rels if r is not None], filter)
 

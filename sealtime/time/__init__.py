@@ -23,9 +23,12 @@ from sealtime.time.change_batch import ChangeBatch
 from sealtime.time.lattice import advance_by, join, meet
 from sealtime.time.mutable_antichain import MutableAntichain
 from sealtime.time.order import (
+    MAX_TIME,
+    MIN_TIME,
     PartialOrder,
     Product,
     Timestamp,
+    describe_frontier,
     less_equal,
     less_than,
     minimum,
@@ -34,6 +37,8 @@ from sealtime.time.order import (
 )
 
 __all__ = [
+    "MAX_TIME",
+    "MIN_TIME",
     "Antichain",
     "ChangeBatch",
     "MutableAntichain",
@@ -41,6 +46,7 @@ __all__ = [
     "Product",
     "Timestamp",
     "advance_by",
+    "describe_frontier",
     "join",
     "less_equal",
     "less_than",

@@ -24,6 +24,7 @@ __all__ = [
     "PartialOrder",
     "Product",
     "Timestamp",
+    "describe_frontier",
     "less_equal",
     "less_than",
     "minimum",
@@ -257,3 +258,23 @@ def sorted_times(times: Iterable[T]) -> list[T]:
         return sorted(items) if type(items[0]) is int else sorted(items, key=sort_key)
     except TypeError:
         return items  # not sortable: keep the caller's order rather than failing
+
+
+def describe_frontier(frontier: Any) -> str:
+    """A frontier in words, for people: ``"no time sealed yet"`` for the initial
+    frontier (``MIN_TIME``, the internal minimum), ``"all times sealed"`` for the empty
+    one (``None`` or an empty antichain), else ``"sealed before <t>"``.
+
+    >>> describe_frontier(MIN_TIME), describe_frontier(None), describe_frontier(1500)
+    ('no time sealed yet', 'all times sealed', 'sealed before 1500')
+    >>> describe_frontier([Product(0, 3), Product(2, 1)])
+    'sealed before Product(0, 3), Product(2, 1)'
+    """
+    if frontier is None:
+        return "all times sealed"
+    elements = [frontier] if isinstance(frontier, int) else list(frontier)
+    if not elements:
+        return "all times sealed"
+    if all(type(t) is int and t <= MIN_TIME for t in elements):
+        return "no time sealed yet"
+    return "sealed before " + ", ".join(str(t) for t in sorted_times(elements))

@@ -20,6 +20,13 @@ CHANNELS = [("web", "apple.com"), ("app", "google.com"), ("tv", "meta.com"), ("a
 PER_TICK = 250
 
 
+def per_tick() -> int:
+    """Rows per tick: `PER_TICK`, or CRASH_PER_TICK (read at build time). The NATS test
+    reads in smaller ticks so its input outlasts the kills (a run with no input left
+    reaches no sink failpoint)."""
+    return int(os.environ.get("CRASH_PER_TICK", PER_TICK))
+
+
 def source():
     kind = os.environ.get("CRASH_SOURCE", "files")
     if kind == "files":
@@ -29,13 +36,13 @@ def source():
             schema=SCHEMA,
             finite=True,
             settle=0,
-            max_per_read=PER_TICK,
+            max_per_read=per_tick(),
         )
     return source_for_nats(os.environ["CRASH_SUBJECT"], os.environ["CRASH_STREAM"])
 
 
 def source_for_nats(subject: str, stream: str):
-    return st.sources.NatsJetStream(subject, stream=stream, schema=SCHEMA, max_per_read=PER_TICK)
+    return st.sources.NatsJetStream(subject, stream=stream, schema=SCHEMA, max_per_read=per_tick())
 
 
 def build(data_dir: str, spark=None) -> st.Dataflow:
@@ -48,7 +55,7 @@ def build(data_dir: str, spark=None) -> st.Dataflow:
         truncate_log=True,
         shuffle_partitions=2,
     )
-    bids = flow.source("bids", source(), time="ts", lateness="2s", max_rows_per_tick=PER_TICK)
+    bids = flow.source("bids", source(), time="ts", lateness="2s", max_rows_per_tick=per_tick())
     channels = flow.source(
         "channels",
         st.sources.Rows(

@@ -50,7 +50,7 @@ def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeyp
     if copy:
         assert monkeypatch is not None
         monkeypatch.setattr(
-            SourceRuntime, "_read_batch", lambda self: self.reader.read(self.max_rows)
+            SourceRuntime, "_read_batch", lambda self, _into_time: self.reader.read(self.max_rows)
         )
     src = Files(
         directory,

@@ -10,14 +10,14 @@ from sealtime.arrangement.runs import live_spine, partition_dir
 from sealtime.sources.rows import Rows
 
 
-class SkippingSink:
+class SkippingSink(st.sinks.Sink):
     """A sink that never runs the plan it is given (like a range committed before a
     restart, which an exactly-once sink skips)."""
 
     def __init__(self) -> None:
         self.ranges = []
 
-    def commit(self, delta, lo, hi, info) -> bool:
+    def commit(self, delta, lo, hi, context) -> bool:
         self.ranges.append((lo, hi))
         return False
 

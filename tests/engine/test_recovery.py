@@ -136,8 +136,8 @@ def test_replay_reproduces_the_commits_bit_for_bit(spark, inputs, tmp_path):
         batches_a, batches_b = a.shard.batches(), b.shard.batches()
         assert [(x.lower, x.upper) for x in batches_a] == [(x.lower, x.upper) for x in batches_b]
         for x, y in zip(batches_a, batches_b, strict=True):
-            ta = a.shard._read_uris(x.files)
-            tb = b.shard._read_uris(y.files)
+            ta = a.shard.read_files(x.files)
+            tb = b.shard.read_files(y.files)
             keys = [(c, "ascending") for c in ta.column_names]
             assert ta.sort_by(keys).equals(tb.sort_by(keys))
     original.close()
@@ -281,7 +281,7 @@ def test_cli_run_resumes_and_replay_reproduces(spark, inputs, tmp_path, monkeypa
     out = capsys.readouterr().out
     import re
 
-    last = re.findall(r"replay tick (\d+)/(\d+)", out)[-1]
+    last = re.findall(r"replay: tick (\d+)/(\d+)", out)[-1]
     assert last[0] == last[1] and f"replayed {last[0]} ticks" in out
 
     def commits(d):
@@ -290,7 +290,7 @@ def test_cli_run_resumes_and_replay_reproduces(spark, inputs, tmp_path, monkeypa
         store = MetadataStore.open(str(d))
         shard = Shard.open(store, "cli-job.w", d / "shards")
         got = [
-            (b.lower, b.upper, shard._read_uris(b.files).sort_by("window_start").to_pylist())
+            (b.lower, b.upper, shard.read_files(b.files).sort_by("window_start").to_pylist())
             for b in shard.batches()
         ]
         store.close()

@@ -98,8 +98,8 @@ def test_acknowledgement_never_passes_the_position(nats_stream: NatsStream):
         assert floor(nats_stream, src) == 0  # nothing acknowledged yet
         r.acknowledge(b1.position)
         assert floor(nats_stream, src) == b1.position
-        r.acknowledge(seqs[44])  # inside a fetched chunk: acks up to the chunk end ≤ it
-        assert seqs[39] <= floor(nats_stream, src) <= seqs[44]
+        r.acknowledge(seqs[44])  # inside a fetched chunk: exactly there, message by message
+        assert floor(nats_stream, src) == seqs[44]
         r.acknowledge(b1.position)  # older: ignored (monotone)
         assert floor(nats_stream, src) <= seqs[44]
         r.acknowledge(b2.position)
@@ -157,7 +157,7 @@ def test_interest_stream_keeps_unacknowledged_messages(nats_interest_stream: Nat
     r.acknowledge(b.position)
     read_until(r, 30)  # read more, never acknowledged
     r.close()
-    r = src.open(b.position)  # the durable is recreated behind a guard
+    r = src.open(b.position)  # the durable is kept: it holds the unacknowledged ones
     try:
         rest, _ = read_until(r, 30)
         assert rest == list(range(20, 50))
@@ -272,3 +272,104 @@ def test_outage_is_stalled_then_recovers_without_loss(tmp_path):
             r.close()
         server.terminate()
         server.wait(10)
+
+
+def test_resume_keeps_the_durable_and_acks_the_exact_resumption_position(
+    nats_stream: NatsStream,
+):
+    """resume(position, acknowledged) after a "crash" that read past the position: the
+    durable is not recreated, its floor moves to `acknowledged` (not back to 0), the
+    messages read but never logged are read again, and acks stay exact afterwards."""
+    seqs = nats_stream.publish(payloads(0, 100))
+    src = source(nats_stream, fetch_batch=16)
+    r = src.open()
+    read_until(r, 60, max_rows=60)  # "logged" up to seqs[59]
+    r.acknowledge(seqs[29])
+    read_until(r, 20, max_rows=20)  # read up to seqs[79], never logged
+    r.close()
+    before = nats_stream.consumer_info(src.durable)
+    assert before.ack_floor.stream_seq == seqs[29] and before.delivered.stream_seq == seqs[79]
+    r = src.resume(seqs[59], seqs[44])
+    try:
+        assert r.catching_up and r.position == seqs[59]
+        assert floor(nats_stream, src) == seqs[29]  # never below the old floor
+        got, _ = read_until(r, 40, max_rows=25)
+        assert got == list(range(60, 100))  # no loss, no duplicate
+        assert not r.catching_up
+        assert floor(nats_stream, src) == seqs[44]  # the resumption position, exactly
+        info = nats_stream.consumer_info(src.durable)
+        assert info.created == before.created  # the same consumer
+        assert info.delivered.consumer_seq > before.delivered.consumer_seq
+        r.acknowledge(seqs[70])  # delivered before the restart: handle from the catch-up
+        assert floor(nats_stream, src) == seqs[70]
+        r.acknowledge(seqs[91])  # delivered after it
+        assert floor(nats_stream, src) == seqs[91]
+    finally:
+        r.close()
+    # Nothing read past the position: the catch-up only finds the ack handles.
+    r = src.resume(seqs[-1], seqs[95])
+    try:
+        assert r.catching_up
+        (new,) = nats_stream.publish(payloads(100, 101))
+        got, _ = read_until(r, 1)
+        assert got == [100]
+        assert floor(nats_stream, src) == seqs[95]
+        r.acknowledge(new)
+    finally:
+        r.close()
+    # Everything acknowledged: straight on from the durable.
+    r = src.resume(new, new)
+    try:
+        assert not r.catching_up and r._expected_cseq > 1
+        nats_stream.publish(payloads(101, 102))
+        got, _ = read_until(r, 1)
+        assert got == [101]
+    finally:
+        r.close()
+
+
+def test_floor_ahead_of_the_position_never_moves_back(nats_stream: NatsStream):
+    """Reading from the start with a durable that acknowledged more before (e.g. a new
+    data_dir): everything is read again and the server's floor stays where it was."""
+    seqs = nats_stream.publish(payloads(0, 50))
+    src = source(nats_stream, fetch_batch=16)
+    r = src.open()
+    read_until(r, 40, max_rows=40)
+    r.acknowledge(seqs[29])
+    r.close()
+    r = src.open()
+    try:
+        got, _ = read_until(r, 50, max_rows=20)
+        assert got == list(range(50))
+        r.acknowledge(seqs[9])
+        assert floor(nats_stream, src) == seqs[29]
+        r.acknowledge(seqs[35])
+        assert floor(nats_stream, src) == seqs[35]
+    finally:
+        r.close()
+
+
+def test_catch_up_over_deleted_messages_ends(nats_stream: NatsStream):
+    """Messages delivered before a restart and then deleted from the stream (limits,
+    purges) do not hold up the catch-up."""
+    seqs = nats_stream.publish(payloads(0, 50))
+    src = source(nats_stream, fetch_batch=16)
+    r = src.open()
+    read_until(r, 40, max_rows=40)
+    r.acknowledge(seqs[9])
+    r.close()
+
+    async def delete(js) -> None:
+        for seq in seqs[34:40]:
+            await js.delete_msg(nats_stream.name, seq)
+
+    nats_stream._run(delete)
+    r = src.resume(seqs[19], seqs[9])
+    try:
+        got, _ = read_until(r, 24, max_rows=10)
+        assert got == list(range(20, 34)) + list(range(40, 50))
+        assert not r.catching_up
+        r.acknowledge(seqs[-1])
+        assert floor(nats_stream, src) == seqs[-1]
+    finally:
+        r.close()

@@ -1,0 +1,213 @@
+"""Replay of a recorded run, the hand-over to live input, and replay of a changed graph.
+
+A replay re-runs a dataflow from another run's bindings and ingest log, tick by tick
+with the recorded binding times (`ReplayPlan`). Three rules make it exact and let it
+continue live:
+
+* **The new log is self-contained.** Each replayed log file is hard-linked (copied
+  across filesystems) into the new data dir and the new binding names the link
+  (`link_part`), so the new dir can be resumed, truncated behind its checkpoints and
+  replayed again without ever touching (or deleting) the original's files.
+* **Clocked sources are restamped.** A `ClockedSource` (``Timer``, ``time_reset``) is
+  a function of the binding times alone, so it is not read from the log but read again
+  at the recorded binding times. For the unchanged graph that gives the logged rows;
+  for a changed graph (a new timer, another period) it gives the new timers' firings —
+  Triceps' "replay the input log with fresh timer stamps". Recorded sources the new
+  graph dropped are ignored; a non-clocked source that was not recorded is an error.
+* **The hand-over is part of the record.** A replay-then-live writes a marker
+  (`MARKER`) in the new metadata store before its first binding: the original, its
+  tick count ``n`` and ``then_live``. Tick ``n + 1`` is the first live tick: its
+  binding time is the first live time, the source readers open at the positions of
+  binding ``n``, and every `HandOverReader` is told ``(from_time, to_time)`` =
+  (binding time ``n``, binding time ``n + 1``) — ``time_reset`` emits that row,
+  timers apply their gap policy. Everything is logged in binding ``n + 1``, so a
+  restart after it resumes plainly, a restart before it hands over then, a replay of
+  the new dir repeats it from the log, and a changed-graph replay of the new dir
+  restamps it at tick ``n + 1`` (read from the marker).
+
+>>> m = {"from": "/d/old", "name": "f", "ticks": 3, "then_live": True}
+>>> hand_over_tick(m), hand_over_tick({**m, "then_live": False}), hand_over_tick(None)
+(4, None, None)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..sources.base import Source
+from ..sources.timer import ClockedSource, HandOverReader
+from ..storage.metadata import MetadataStore
+from .bindings import Binding, BindingLog
+from .ingest import SourceRuntime
+
+__all__ = [
+    "MARKER",
+    "ReplayPlan",
+    "hand_over",
+    "hand_over_tick",
+    "link_part",
+    "open_live",
+    "read_marker",
+    "restamped",
+    "write_marker",
+]
+
+#: metadata-store namespace of the replay marker (key: the dataflow's name)
+MARKER = "replay"
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What a replay replays: the original's bindings (oldest first), and where the
+    original itself handed over from a replay to live input (tick, or None) so a
+    changed-graph replay restamps that hand-over too."""
+
+    from_dir: str
+    name: str
+    bindings: list[Binding]
+    then_live: bool = False
+    recorded_hand_over: int | None = None
+    #: the original's plan fingerprint (None when it recorded none)
+    fingerprint: list[str] | None = None
+    #: the original's metadata store URL (None: SQLite in `from_dir`)
+    metadata: str | None = None
+
+    @classmethod
+    def load(
+        cls, from_dir: str, name: str, *, metadata: str | None = None, then_live: bool = False
+    ) -> ReplayPlan:
+        """Read the original's bindings, plan and marker (the store is closed after)."""
+        store = MetadataStore.open(metadata or from_dir)
+        try:
+            log = BindingLog(store, name)
+            bindings = log.load()
+            if not bindings:
+                raise ValueError(
+                    f"replay: no bindings for dataflow {name!r} in {from_dir}; "
+                    "pass the data_dir (and name=) of the run to replay"
+                )
+            if store.kv_get("log-truncation", name):
+                raise ValueError(
+                    f"replay: the log in {from_dir} was truncated behind a checkpoint; "
+                    "replaying from the beginning needs a run with truncate_log=False"
+                )
+            recorded = hand_over_tick(read_marker(store, name))
+            if recorded is not None and recorded > len(bindings):
+                recorded = None  # it never handed over (stopped before its first live tick)
+            return cls(
+                from_dir,
+                name,
+                bindings,
+                then_live,
+                recorded,
+                store.kv_get("dataflow-plan", name),
+                metadata,
+            )
+        finally:
+            store.close()
+
+    @property
+    def ticks(self) -> int:
+        return len(self.bindings)
+
+    def marker(self) -> dict[str, Any]:
+        return {
+            "from": self.from_dir,
+            "name": self.name,
+            "ticks": self.ticks,
+            "then_live": self.then_live,
+            "metadata": self.metadata,
+        }
+
+    def check_sources(self, flow_name: str, sources: Iterable[tuple[str, Source]]) -> None:
+        """Every source the replay reads from the log (`sources`: name, source) must
+        have been recorded."""
+        recorded = set(self.bindings[0].sources)
+        for name, source in sources:
+            if not restamped(source) and name not in recorded:
+                raise ValueError(
+                    f"replay: Dataflow({flow_name!r}) has a source {name!r} that the run "
+                    f"in {self.from_dir} did not record (it recorded {sorted(recorded)}); a "
+                    "replayed graph may add operators, sinks and timers, but its other "
+                    "sources must be the recorded ones"
+                )
+
+
+def write_marker(store: MetadataStore, flow: str, plan: ReplayPlan) -> None:
+    """Record, before the first replayed binding, that this data dir is a replay."""
+    store.kv_put(MARKER, flow, plan.marker())
+
+
+def read_marker(store: MetadataStore, flow: str) -> dict[str, Any] | None:
+    return store.kv_get(MARKER, flow)
+
+
+def hand_over_tick(marker: Mapping[str, Any] | None) -> int | None:
+    """The tick that hands over to live input (None: the replay does not go live)."""
+    if not marker or not marker.get("then_live"):
+        return None
+    return int(marker["ticks"]) + 1
+
+
+def restamped(source: Source) -> bool:
+    """Is `source` read again at the recorded binding times instead of from the log?
+
+    >>> from sealtime.sources import Rows, Timer
+    >>> restamped(Timer(every="1s")), restamped(Rows({"x": "long"}, []))
+    (True, False)
+    """
+    return isinstance(source, ClockedSource)
+
+
+def link_part(part: Mapping[str, Any], log_dir: str) -> dict[str, Any]:
+    """A source's part of a recorded binding, with its log files (and late sidecars)
+    hard-linked into `log_dir`: the new log owns its files, so truncating it never
+    deletes the original's. Linking an existing link again is a no-op (a resumed
+    replay)."""
+    os.makedirs(log_dir, exist_ok=True)
+    out = dict(part)
+    for kind in ("files", "error_files", "health_files"):
+        entries = []
+        for f in part.get(kind, []):
+            entry = dict(f)
+            for key in ("path", "late_path"):
+                if entry.get(key):
+                    entry[key] = _link(entry[key], log_dir)
+            entries.append(entry)
+        out[kind] = entries
+    return out
+
+
+def _link(path: str, log_dir: str) -> str:
+    dest = os.path.join(log_dir, os.path.basename(path))
+    if os.path.abspath(path) == os.path.abspath(dest) or os.path.exists(dest):
+        return dest
+    try:
+        os.link(path, dest)
+    except FileExistsError:
+        pass
+    except OSError:  # another filesystem, or no hard links: copy (then rename, atomic)
+        tmp = dest + ".tmp"
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, dest)
+    return dest
+
+
+def open_live(src: SourceRuntime, acknowledged: Any) -> None:
+    """After the last replayed tick: open the source's reader right after the position
+    of the last replayed binding (as a restart would), so it reads live input next."""
+    src.replay = False
+    if src.reader is None:
+        src.reader = src.source.resume(src.position, acknowledged)
+
+
+def hand_over(sources: Iterable[SourceRuntime], from_time: int, to_time: int) -> None:
+    """Tell every clocked reader that the next tick (at `to_time`) is the first live one
+    after a replay that ended at `from_time`."""
+    for src in sources:
+        if isinstance(src.reader, HandOverReader):
+            src.reader.hand_over(from_time, to_time)

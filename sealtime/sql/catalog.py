@@ -1,0 +1,92 @@
+"""Tables SQL can name in a dataflow: its sources, their subsources and its views.
+
+* a source added with ``flow.source("bids", ...)`` is table ``bids``; its event-time
+  column (``time=``) is the table's time attribute;
+* a subsource of a source with several outputs (`Nexmark`) is ``source.subsource``,
+  e.g. ``nexmark.bid``;
+* ``flow.create_view("name", "SELECT ...")`` registers ``name`` (a `Collection` may be
+  registered too: ``flow.create_view("bids", nexmark["bid"])``).
+
+Names are case-insensitive, as in Spark. The registry lives on the `Dataflow` object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..dataflow.collection import Collection
+
+if TYPE_CHECKING:
+    from ..dataflow.dataflow import Dataflow
+
+__all__ = ["Table", "lookup", "register", "table_names"]
+
+
+@dataclass
+class Table:
+    """A named collection and its time attribute (the column holding the logical time
+    of every row, or None)."""
+
+    name: str
+    collection: Collection
+    time_column: str | None = None
+
+
+def _registry(flow: Dataflow) -> dict[str, Table]:
+    return flow.sql_views
+
+
+def _sources(flow: Dataflow) -> dict[str, Table]:
+    from ..dataflow.dataflow import SourceCollection
+
+    out = {}
+    for node in flow.nodes:
+        if node.kind == "source":
+            time = node.params.get("time")
+            out[node.name.lower()] = Table(node.name, SourceCollection(flow, node), time)
+    return out
+
+
+def register(flow: Dataflow, name: str, collection: Collection, time_column: str | None) -> None:
+    """Register a view; a name already used by a source or view is refused."""
+    key = name.lower()
+    if key in _registry(flow) or key in _sources(flow):
+        raise ValueError(
+            f"create_view({name!r}): a source or view with that name exists already "
+            "(table names are case-insensitive)"
+        )
+    _registry(flow)[key] = Table(name, collection, time_column)
+
+
+def lookup(flow: Dataflow, name: str, db: str | None = None) -> Table | None:
+    """The table ``name`` (or subsource ``db.name``), or None."""
+    reg = _registry(flow)
+    if db:
+        key = f"{db.lower()}.{name.lower()}"
+        if key in reg:
+            return reg[key]
+        source = _sources(flow).get(db.lower())
+        if source is None:
+            return None
+        subsources = source.collection.node.params["source"].subsources
+        match = [s for s in (subsources or {}) if s.lower() == name.lower()]
+        if not match:
+            return None
+        sub = source.collection.subsource(match[0])
+        time = source.time_column if source.time_column in sub.columns else None
+        reg[key] = Table(f"{source.name}.{match[0]}", sub, time)
+        return reg[key]
+    if name.lower() in reg:
+        return reg[name.lower()]
+    return _sources(flow).get(name.lower())
+
+
+def table_names(flow: Dataflow) -> list[str]:
+    """Every name SQL can use in this dataflow (sources, subsources, views)."""
+    names = [t.name for t in _sources(flow).values()]
+    for t in _sources(flow).values():
+        subs = t.collection.node.params["source"].subsources or {}
+        names += [f"{t.name}.{s}" for s in subs]
+    names += [t.name for t in _registry(flow).values()]
+    return sorted(set(names))

@@ -1,0 +1,384 @@
+"""One immutable snapshot of a running dataflow per tick, for the web page and metrics.
+
+The engine calls `Monitor.publish` once at the end of every tick. Publishing only reads
+Python objects the engine already holds (frontiers, counters, the binding just minted,
+publishers' subscriber counts): no Spark job, no py4j call, no file I/O. It builds a
+frozen `Snapshot` and swaps one reference, so readers (the web server's threads, the
+Prometheus collector) never lock the tick and never see a half-updated state.
+
+Times are milliseconds (the data plane's logical time). *Lag* is the ticker's clock at
+the tick (the binding's ``into_time``, from the injectable ``Dataflow(clock=...)``)
+minus a frontier: how far a stream's completeness trails the clock.
+
+>>> m = Monitor(None, history=3)
+>>> m.snapshot.tick, m.version
+(0, 0)
+"""
+
+from __future__ import annotations
+
+import threading
+import time as _time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .layout import layout
+
+__all__ = [
+    "TICK_BUCKETS",
+    "EdgeInfo",
+    "Monitor",
+    "NodeInfo",
+    "PublicationInfo",
+    "Snapshot",
+    "SourceInfo",
+    "TickPoint",
+]
+
+#: Upper bounds (seconds) of the tick-duration histogram's buckets.
+TICK_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+#: how many log entries back (per source) the snapshot looks for late/error rows
+_LOG_LOOKBACK = 256
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One operator (or sink) of the graph, with its frontiers after the tick."""
+
+    id: int
+    kind: str
+    name: str
+    inputs: tuple[int, ...]
+    x: float
+    layer: int
+    #: frontier at the operator's input / of its output (None: finished)
+    frontier_in: int | None = None
+    frontier_out: int | None = None
+    lag_ms: int | None = None
+    #: the time range ``[lo, hi)`` the operator processed in this tick, if any
+    sealed: tuple[int, int | None] | None = None
+    #: rows that entered at this operator in this tick and in all (sources only; other
+    #: operators' counts would need a Spark job per tick)
+    rows_tick: int | None = None
+    rows_total: int | None = None
+    stateful: bool = False
+    #: directory of durable state (its size is measured off the tick, by the reader)
+    state_dir: str | None = None
+    #: a sink reads it or a downstream operator does (unread side outputs cost nothing)
+    read: bool = True
+
+
+@dataclass(frozen=True)
+class EdgeInfo:
+    """An edge ``src -> dst``; its frontier is the frontier of `src`'s output."""
+
+    src: int
+    dst: int
+    frontier: int | None
+    lag_ms: int | None
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A source's health, positions and counters after the tick."""
+
+    name: str
+    node: int
+    health: str | None
+    position: Any
+    acknowledged: Any
+    frontier: int | None
+    lag_ms: int | None
+    rows: int
+    rows_tick: int
+    late: int
+    errors: int
+    exhausted: bool
+    event_time: bool
+    #: recent log entries holding late rows / error rows: (path, late_path, late count)
+    late_files: tuple[tuple[str, str, int], ...] = ()
+    error_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PublicationInfo:
+    """A published topic: its mode, addresses and subscribers' queue depths."""
+
+    topic: str
+    mode: str
+    addresses: tuple[str, ...]
+    subscribers: int
+    #: per partition: {subscriber peer: messages waiting in its queue}
+    queues: tuple[dict[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class TickPoint:
+    """One point of the tick plot."""
+
+    tick: int
+    into_time: int
+    seconds: float
+    rows: int
+    frontier: int | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the page and `/metrics` show, as of the end of one tick.
+
+    Never mutated after `Monitor.publish` builds it; `to_dict` gives its JSON form.
+    """
+
+    flow: str
+    data_dir: str
+    tick: int = 0
+    into_time: int | None = None
+    frontier: int | None = None
+    seconds: float = 0.0
+    rows_in: int = 0
+    #: wall-clock seconds when published (display only: "updated 2 s ago")
+    published_at: float = 0.0
+    nodes: tuple[NodeInfo, ...] = ()
+    edges: tuple[EdgeInfo, ...] = ()
+    sources: tuple[SourceInfo, ...] = ()
+    publications: tuple[PublicationInfo, ...] = ()
+    history: tuple[TickPoint, ...] = ()
+    bindings: tuple[dict[str, Any], ...] = ()
+    bindings_total: int = 0
+    commits_total: int = 0
+    #: cumulative tick-duration histogram: counts per `TICK_BUCKETS` bound, +Inf last
+    tick_buckets: tuple[int, ...] = field(default=(0,) * (len(TICK_BUCKETS) + 1))
+    tick_seconds_sum: float = 0.0
+    recovered_from: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (bindings reduced to positions and frontiers)."""
+        out = asdict(self)
+        out["bindings"] = [_binding_summary(b) for b in self.bindings]
+        for s in out["sources"]:
+            s["late_files"] = len(s["late_files"])
+            s["error_files"] = len(s["error_files"])
+        return out
+
+    def source(self, name: str) -> SourceInfo | None:
+        """The source named `name`, if any."""
+        return next((s for s in self.sources if s.name == name), None)
+
+
+def _binding_summary(b: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tick": b["tick"],
+        "into_time": b["into_time"],
+        "sources": {
+            name: {
+                "position": part.get("position"),
+                "frontier": part.get("frontier"),
+                "rows": part.get("rows"),
+            }
+            for name, part in b["sources"].items()
+        },
+    }
+
+
+def _lag(clock: int | None, frontier: int | None) -> int | None:
+    if clock is None or frontier is None:
+        return None
+    return max(0, clock - frontier)
+
+
+class Monitor:
+    """Holds the latest `Snapshot` of one dataflow and the short history behind it.
+
+    `publish(engine, report)` is the engine's per-tick hook; `snapshot` is what readers
+    take (a plain attribute read: the swap is atomic). `history` is the number of
+    ticks the plot keeps; `bindings` the number of recent bindings the page shows.
+    """
+
+    def __init__(self, flow: Any, history: int = 120, bindings: int = 50) -> None:
+        self.flow = flow
+        self._history: deque[TickPoint] = deque(maxlen=history)
+        self._bindings = bindings
+        self._buckets = [0] * (len(TICK_BUCKETS) + 1)
+        self._seconds_sum = 0.0
+        self._commits = 0
+        self._changed = threading.Condition()
+        self.version = 0
+        name = getattr(flow, "name", "")
+        data_dir = getattr(flow, "data_dir", "")
+        self.snapshot = Snapshot(name, data_dir, published_at=_time.time())
+        if flow is not None:
+            self.snapshot = self._build(flow.engine if flow.started else None, None)
+
+    # ------------------------------------------------------------------ the hook
+    def publish(self, engine: Any, report: Any) -> None:
+        """Build and swap in the snapshot of the tick `report` describes (called by the
+        engine at the end of each tick)."""
+        self._history.append(
+            TickPoint(
+                report.tick, report.into_time, report.seconds, report.rows_in, report.frontier
+            )
+        )
+        i = next((k for k, b in enumerate(TICK_BUCKETS) if report.seconds <= b), len(TICK_BUCKETS))
+        for k in range(i, len(self._buckets)):  # cumulative, like Prometheus' `le`
+            self._buckets[k] += 1
+        self._seconds_sum += report.seconds
+        self._commits += sum(1 for node, _ in engine.plan.sinks if node.id in report.sealed)
+        snap = self._build(engine, report)
+        with self._changed:
+            self.snapshot = snap
+            self.version += 1
+            self._changed.notify_all()
+
+    def wait(self, version: int, timeout: float) -> int:
+        """Block until a snapshot newer than `version` exists (or `timeout`); returns
+        the current version."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.version > version, timeout=timeout)
+            return self.version
+
+    # ------------------------------------------------------------------ building
+    def _build(self, engine: Any, report: Any) -> Snapshot:
+        flow = self.flow
+        nodes = list(flow.nodes)
+        sinks = list(flow.compile().sinks)
+        graph: dict[int, list[int]] = {n.id: [i.id for i in n.inputs] for n in nodes}
+        sink_ids = {}
+        for k, (node, _sink) in enumerate(sinks):
+            sink_ids[k] = -(k + 1)  # sinks get negative ids: they are not plan nodes
+            graph[-(k + 1)] = [node.id]
+        pos = layout(graph)
+        clock = report.into_time if report is not None else None
+        binding = engine.bindings[-1] if engine is not None and engine.bindings else None
+        clock = clock if clock is not None else (binding["into_time"] if binding else None)
+        consumers = {n.id: 0 for n in nodes}
+        for n in nodes:
+            for i in n.inputs:
+                consumers[i.id] += 1
+        for node, _ in sinks:
+            consumers[node.id] += 1
+        by_node_source = {}
+        if engine is not None:
+            by_node_source = {nid: s for nid, s in engine.sources.items()}
+        infos: list[NodeInfo] = []
+        out_frontier: dict[int, int | None] = {}
+        for n in nodes:
+            f_in = f_out = None
+            if engine is not None:
+                f_in = engine.done[n.id]
+                f_out = engine.frontier_of(n)
+            else:
+                from ..time.order import MIN_TIME
+
+                f_in = f_out = MIN_TIME
+            out_frontier[n.id] = f_out
+            src = by_node_source.get(n.id)
+            rows_tick = None
+            if src is not None and binding is not None:
+                rows_tick = binding["sources"].get(src.name, {}).get("rows", 0)
+            op = engine.ops.get(n.id) if engine is not None else None
+            infos.append(
+                NodeInfo(
+                    id=n.id,
+                    kind=n.kind,
+                    name=n.name,
+                    inputs=tuple(i.id for i in n.inputs),
+                    x=pos[n.id][0],
+                    layer=pos[n.id][1],
+                    frontier_in=f_in,
+                    frontier_out=f_out,
+                    lag_ms=_lag(clock, f_out),
+                    sealed=(report.sealed.get(n.id) if report is not None else None),
+                    rows_tick=rows_tick,
+                    rows_total=src.rows_in if src is not None else None,
+                    stateful=bool(getattr(op, "stateful", False)),
+                    state_dir=getattr(getattr(op, "env", None), "state_dir", None),
+                    read=consumers[n.id] > 0 or n.kind == "source",
+                )
+            )
+        for k, (node, sink) in enumerate(sinks):
+            sid = sink_ids[k]
+            f = out_frontier.get(node.id)
+            infos.append(
+                NodeInfo(
+                    id=sid,
+                    kind="sink",
+                    name=f"{type(sink).__name__} ← {node.name}",
+                    inputs=(node.id,),
+                    x=pos[sid][0],
+                    layer=pos[sid][1],
+                    frontier_in=f,
+                    frontier_out=f,
+                    lag_ms=_lag(clock, f),
+                    sealed=(report.sealed.get(node.id) if report is not None else None),
+                )
+            )
+        edges = tuple(
+            EdgeInfo(i, n.id, out_frontier.get(i), _lag(clock, out_frontier.get(i)))
+            for n in infos
+            for i in n.inputs
+        )
+        sources: list[SourceInfo] = []
+        if engine is not None:
+            for nid, s in engine.sources.items():
+                sources.append(
+                    SourceInfo(
+                        name=s.name,
+                        node=nid,
+                        health=s.health,
+                        position=s.position,
+                        acknowledged=engine.acknowledged.get(s.name),
+                        frontier=s.frontier,
+                        lag_ms=_lag(clock, s.frontier),
+                        rows=s.rows_in,
+                        rows_tick=(
+                            binding["sources"].get(s.name, {}).get("rows", 0) if binding else 0
+                        ),
+                        late=s.late_count,
+                        errors=s.error_count,
+                        exhausted=s.exhausted,
+                        event_time=s.event_time,
+                        late_files=tuple(
+                            (f.path, f.late_path, f.late)
+                            for f in s.files[-_LOG_LOOKBACK:]
+                            if f.late != 0
+                        ),
+                        error_files=tuple(f.path for f in s.error_files[-_LOG_LOOKBACK:]),
+                    )
+                )
+        pubs = []
+        for topic, sink in getattr(flow, "publications", {}).items():
+            publishers = list(getattr(sink, "publishers", []))
+            pubs.append(
+                PublicationInfo(
+                    topic=topic,
+                    mode=sink.mode,
+                    addresses=tuple(f"{h}:{p}" for h, p in sink.addresses),
+                    subscribers=sum(p.subscriber_count for p in publishers),
+                    queues=tuple(p.queue_depths for p in publishers),
+                )
+            )
+        recent = tuple(engine.bindings[-self._bindings :]) if engine is not None else ()
+        return Snapshot(
+            flow=flow.name,
+            data_dir=flow.data_dir,
+            tick=engine.tick_no if engine is not None else 0,
+            into_time=clock,
+            frontier=report.frontier if report is not None else None,
+            seconds=report.seconds if report is not None else 0.0,
+            rows_in=report.rows_in if report is not None else 0,
+            published_at=_time.time(),
+            nodes=tuple(infos),
+            edges=edges,
+            sources=tuple(sources),
+            publications=tuple(pubs),
+            history=tuple(self._history),
+            bindings=recent,
+            bindings_total=engine.tick_no if engine is not None else 0,
+            commits_total=self._commits,
+            tick_buckets=tuple(self._buckets),
+            tick_seconds_sum=self._seconds_sum,
+            recovered_from=dict(engine.recovered_from) if engine is not None else {},
+        )

@@ -1,0 +1,338 @@
+"""`sealtime status`: what a job's metadata store says, for a running or stopped job.
+
+Reads the store read-only — an SQLite file opened with ``mode=ro`` (WAL: readers never
+block the running job's writer and see its last committed transaction), or a
+PostgreSQL URL in read-only transactions — and reports, per dataflow in the store:
+
+* the last binding (tick, binding time, per source position, frontier and rows);
+* per source its position and acknowledged position. The acknowledged position is
+  recomputed the way the engine computes it (`BindingLog.resumption_positions`) from
+  the durable uppers of the dataflow's shards in the store (``<flow>.*`` Persist
+  shards); sinks that keep their commit log outside the store (Parquet) are not seen;
+* per operator its frontier: the plan recorded in the store (kinds, names, inputs)
+  with the last binding's source frontiers through the progress tracker — exactly
+  what the engine computed at that tick;
+* checkpoints, shards (``upper``/``since``) and the catalog.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as d:
+...     collect_status(d)["dataflows"]
+Traceback (most recent call last):
+...
+FileNotFoundError: sealtime status: no metadata store in ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["collect_status", "format_status", "status_cmd"]
+
+_PLAN = re.compile(r"^(?P<kind>[^:]+):(?P<name>.*?):\[(?P<inputs>[0-9, ]*)\]:\[")
+
+
+class _ReadOnly:
+    """Query helper over an SQLite file (``mode=ro``) or a PostgreSQL store."""
+
+    def __init__(self, where: str) -> None:
+        self.pg = None
+        self.conn = None
+        if where.lower().startswith(("postgresql://", "postgres://")):
+            from ..storage import MetadataStore
+
+            self.pg = MetadataStore.open(where)
+            self.url = self.pg.url
+            return
+        path = where
+        if os.path.isdir(path):
+            path = os.path.join(path, "metadata.sqlite")
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"sealtime status: no metadata store in {where!r} (expected {path}); pass the "
+                "job's --data-dir, or --metadata postgresql://... for a shared store"
+            )
+        self.url = path
+        self.conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True, timeout=10)
+        # One read transaction: every table seen at the same commit of the running job.
+        self.conn.execute("BEGIN")
+
+    def tables(self) -> set[str]:
+        if self.conn is not None:
+            rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            return {r[0] for r in rows}
+        rows = self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return {r[0] for r in rows}
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if self.conn is not None:
+            return list(self.conn.execute(sql, params))
+        assert self.pg is not None
+        with self.pg.transaction(readonly=True) as tx:
+            return tx.query(sql, params)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        if self.pg is not None:
+            self.pg.close()
+
+
+def _plan_nodes(fingerprint: list[str]) -> list[dict[str, Any]]:
+    nodes = []
+    for i, entry in enumerate(fingerprint):
+        if entry.startswith("sink:"):
+            continue
+        m = _PLAN.match(entry)
+        if m is None:
+            nodes.append({"id": i, "kind": "?", "name": entry[:40], "inputs": []})
+            continue
+        ins = [int(x) for x in m.group("inputs").replace(" ", "").split(",") if x]
+        params: dict[str, Any] = {}
+        if m.group("kind") == "advance_time":
+            g = re.search(r"granularity\W+(\d+)", entry)
+            if g:
+                params["granularity"] = int(g.group(1))
+        nodes.append(
+            {
+                "id": i,
+                "kind": m.group("kind"),
+                "name": m.group("name"),
+                "inputs": ins,
+                "params": params,
+            }
+        )
+    return nodes
+
+
+def _operator_frontiers(
+    nodes: list[dict[str, Any]], sources: dict[str, Any]
+) -> dict[int, int | None]:
+    from ..dataflow.plan import Node
+    from ..engine.frontiers import FrontierTracker, node_summary
+
+    built: dict[int, Node] = {}
+    for n in nodes:
+        built[n["id"]] = Node(
+            n["kind"],
+            n["name"],
+            [built[i] for i in n["inputs"] if i in built],
+            None,
+            params=n.get("params", {}),
+            id=n["id"],
+        )
+    plan = list(built.values())
+    tracker = FrontierTracker(plan)
+    frontiers = tracker.advance(
+        {n.id: sources[n.name].get("frontier") for n in plan if not n.inputs and n.name in sources}
+    )
+    out: dict[int, int | None] = {}
+    for n in plan:
+        f = frontiers.get(n.id)
+        summary = node_summary(n) if n.kind == "advance_time" and n.params else None
+        out[n.id] = f if f is None or summary is None else summary.results_in(f)
+    return out
+
+
+def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]:
+    """The status of every dataflow in the store of `data_dir` (or `metadata`, a URL),
+    as a JSON-able dict. Read-only; safe while the job runs."""
+    from ..engine.bindings import BindingLog
+
+    db = _ReadOnly(metadata or data_dir)
+    try:
+        tables = db.tables()
+        flows: list[str] = []
+        if "sealtime_bindings" in tables:
+            flows = [
+                r[0] for r in db.query("SELECT DISTINCT flow FROM sealtime_bindings ORDER BY flow")
+            ]
+        plans: dict[str, Any] = {}
+        kv: dict[tuple[str, str], Any] = {}
+        if "sealtime_kv" in tables:
+            for ns, key, value in db.query("SELECT namespace, key, value FROM sealtime_kv"):
+                kv[(ns, key)] = json.loads(value)
+                if ns == "dataflow-plan":
+                    plans[key] = kv[(ns, key)]
+        flows = sorted(set(flows) | set(plans))
+        shards = []
+        if "sealtime_shards" in tables:
+            for name, lower, upper, since in db.query(
+                "SELECT name, lower, upper, since FROM sealtime_shards ORDER BY name"
+            ):
+                shards.append({"name": name, "lower": lower, "upper": upper, "since": since})
+        out_flows = []
+        for flow in flows:
+            rows = db.query(
+                "SELECT tick, into_time, sources FROM sealtime_bindings WHERE flow = ? ORDER BY tick",
+                (flow,),
+            )
+            parts = [json.loads(s) for _, _, s in rows]
+            last = None
+            if rows:
+                tick, into, _ = rows[-1]
+                last = {
+                    "tick": int(tick),
+                    "into_time": int(into),
+                    "sources": {
+                        name: {
+                            "position": p.get("position"),
+                            "frontier": p.get("frontier"),
+                            "rows": sum(f.get("rows", 0) for f in p.get("files", [])),
+                        }
+                        for name, p in parts[-1].items()
+                    },
+                }
+            uppers = [s["upper"] for s in shards if s["name"].startswith(f"{flow}.")]
+            present = [u for u in uppers if u is not None]
+            acked = BindingLog.resumption_positions(parts, min(present) if present else None)
+            sources = {}
+            for name, p in (parts[-1] if parts else {}).items():
+                state = p.get("state", {})
+                sources[name] = {
+                    "position": p.get("position"),
+                    "acknowledged": acked.get(name),
+                    "frontier": p.get("frontier"),
+                    "rows": state.get("rows_in"),
+                    "late": state.get("late_count"),
+                    "errors": state.get("error_count"),
+                    "health": state.get("health"),
+                    "exhausted": state.get("exhausted"),
+                }
+            nodes = _plan_nodes(plans.get(flow, []))
+            frontiers = _operator_frontiers(nodes, sources) if nodes and parts else {}
+            operators = [
+                {
+                    "id": n["id"],
+                    "kind": n["kind"],
+                    "name": n["name"],
+                    "inputs": n["inputs"],
+                    "frontier": frontiers.get(n["id"]),
+                }
+                for n in nodes
+            ]
+            checkpoints = []
+            if "sealtime_checkpoints" in tables:
+                for tick, manifest in db.query(
+                    "SELECT tick, manifest FROM sealtime_checkpoints WHERE flow = ? ORDER BY tick",
+                    (flow,),
+                ):
+                    m = json.loads(manifest)
+                    checkpoints.append(
+                        {
+                            "tick": int(tick),
+                            "directory": m.get("directory"),
+                            "truncate": m.get("truncate", {}),
+                        }
+                    )
+            out_flows.append(
+                {
+                    "name": flow,
+                    "ticks": len(rows),
+                    "last_binding": last,
+                    "sources": sources,
+                    "operators": operators,
+                    "checkpoints": checkpoints,
+                }
+            )
+        catalog = []
+        if "sealtime_catalog" in tables:
+            cols = (
+                [r[1] for r in db.query("PRAGMA table_info(sealtime_catalog)")] if db.conn else []
+            )
+            for row in db.query("SELECT * FROM sealtime_catalog"):
+                entry = dict(zip(cols, row)) if cols else {"row": list(row)}
+                entry.pop("arrow_schema", None)
+                entry.pop("schema", None)
+                catalog.append(entry)
+        return {"store": db.url, "dataflows": out_flows, "shards": shards, "catalog": catalog}
+    finally:
+        db.close()
+
+
+def _t(ms: Any) -> str:
+    import datetime as dt
+
+    if ms is None:
+        return "∞ (finished)"
+    if not isinstance(ms, int) or ms <= -(2**62):
+        return str(ms) if not isinstance(ms, int) else "-∞"
+    try:
+        stamp = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S.%f"
+        )[:-3]
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return f"{ms} ({stamp})"
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """`collect_status`'s result as text for a terminal.
+
+    >>> print(format_status({"store": "m.sqlite", "dataflows": [], "shards": [], "catalog": []}))
+    store: m.sqlite
+    no dataflow has run in this store yet
+    shards: none
+    catalog: empty
+    """
+    lines = [f"store: {status['store']}"]
+    if not status["dataflows"]:
+        lines.append("no dataflow has run in this store yet")
+    for f in status["dataflows"]:
+        lines.append(f"dataflow {f['name']}: {f['ticks']} ticks")
+        b = f["last_binding"]
+        if b is not None:
+            lines.append(f"  last binding: tick {b['tick']} at {_t(b['into_time'])}")
+        lines.append("  sources:")
+        for name, s in f["sources"].items():
+            lines.append(
+                f"    {name}: position {json.dumps(s['position'])}, acknowledged "
+                f"{json.dumps(s['acknowledged'])}, frontier {_t(s['frontier'])}, rows {s['rows']}, "
+                f"late {s['late']}, errors {s['errors']}, health {s['health']}"
+            )
+        lines.append("  operators:")
+        for o in f["operators"]:
+            lines.append(f"    #{o['id']} {o['kind']} {o['name']}: frontier {_t(o['frontier'])}")
+        if f["checkpoints"]:
+            lines.append(
+                "  checkpoints: " + ", ".join(f"tick {c['tick']}" for c in f["checkpoints"])
+            )
+        else:
+            lines.append("  checkpoints: none")
+    if status["shards"]:
+        lines.append("shards:")
+        for s in status["shards"]:
+            lines.append(f"  {s['name']}: upper {_t(s['upper'])}, since {_t(s['since'])}")
+    else:
+        lines.append("shards: none")
+    if status["catalog"]:
+        lines.append("catalog:")
+        for e in status["catalog"]:
+            lines.append("  " + ", ".join(f"{k}={v}" for k, v in e.items()))
+    else:
+        lines.append("catalog: empty")
+    return "\n".join(lines)
+
+
+def status_cmd(
+    data_dir: str, *, metadata: str | None = None, as_json: bool = False, out: Any = None
+) -> int:
+    """The ``sealtime status`` command: print the status (text or ``--json``) to `out`.
+    Returns the exit code (1 when there is no store)."""
+    import sys
+
+    out = out or sys.stdout
+    try:
+        status = collect_status(data_dir, metadata)
+    except FileNotFoundError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    text = json.dumps(status, indent=2, default=str) if as_json else format_status(status)
+    print(text, file=out, flush=True)
+    return 0

@@ -1,0 +1,270 @@
+"""Random SQL views from a grammar of the supported constructs, for the oracle property.
+
+Tables: ``a(ex, k, v)`` and ``b(ex, k, w)`` (``tests.dataflow.workloads``), plus every
+view generated earlier in the same dataflow (``q0``, ``q1``, ...). Every relation keeps
+the workload column ``ex`` unchanged and every stateful construct keys on it (GROUP BY
+ex, joins ON l.ex = r.ex, PARTITION BY ex, DISTINCT over rows holding ex), so the
+oracle can run the *same query text* once over inputs in which ``ex`` also encodes the
+sealed time (``ex + 100 * time``): each (time, workload) is an independent group.
+
+Constructs: projection with Spark expressions and aliases, ``*``, WHERE, GROUP BY with
+SUM/COUNT(*)/COUNT(x)/MIN/MAX/AVG/COUNT(DISTINCT), expressions over aggregates, HAVING
+(also on aggregates not selected), INNER and LEFT equi-joins, UNION ALL, SELECT
+DISTINCT, CTEs, subqueries in FROM and top-k (ROW_NUMBER() ... <= k, with and without
+the rank column; its ORDER BY covers every selected column, so there are no ties
+between different rows and Spark's arbitrary tie-breaking cannot matter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as hs
+
+NUM = ("long", "double")
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A query text and its columns (besides ``ex``): name -> "long"|"double"|"string"."""
+
+    sql: str
+    cols: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.cols]
+
+    def of(self, *types: str) -> list[str]:
+        return [n for n, t in self.cols if t in types]
+
+    @property
+    def has_k(self) -> bool:
+        return "k" in self.names
+
+
+BASE = {
+    "a": Rel("a", (("k", "string"), ("v", "long"))),
+    "b": Rel("b", (("k", "string"), ("w", "long"))),
+}
+
+
+def _alias_counter():
+    n = [0]
+
+    def fresh(prefix: str = "t") -> str:
+        n[0] += 1
+        return f"{prefix}{n[0]}"
+
+    return fresh
+
+
+@hs.composite
+def num_expr(draw, rel: Rel, t: str) -> tuple[str, str]:
+    """A numeric expression over a column of `rel` and its type."""
+    nums = rel.of(*NUM)
+    if not nums:
+        return "1", "long"
+    c = f"{t}.{draw(hs.sampled_from(nums))}"
+    typ = dict(rel.cols)[c.split(".")[1]]
+    form = draw(hs.integers(0, 6))
+    if form == 0:
+        return f"{c} + 1", typ
+    if form == 1:
+        return f"{c} * 2", typ
+    if form == 2:
+        return f"abs({c})", typ
+    if form == 3:
+        return f"{c} / 2", "double"
+    if form == 4 and len(nums) > 1:
+        d = f"{t}.{draw(hs.sampled_from(nums))}"
+        types = {typ, dict(rel.cols)[d.split(".")[1]]}
+        return f"{c} - {d}", "double" if "double" in types else "long"
+    if form == 5:
+        return f"CASE WHEN {c} > 2 THEN {c} ELSE 0 END", typ
+    return c, typ
+
+
+@hs.composite
+def str_expr(draw, rel: Rel, t: str) -> tuple[str, str]:
+    strs = rel.of("string")
+    if not strs:
+        return "'x'", "string"
+    c = f"{t}.{draw(hs.sampled_from(strs))}"
+    return draw(
+        hs.sampled_from(
+            [
+                f"upper({c})",
+                f"coalesce({c}, 'none')",
+                f"concat({c}, '!')",
+                f"CASE WHEN {c} IS NULL THEN 'null' ELSE {c} END",
+            ]
+        )
+    ), "string"
+
+
+@hs.composite
+def predicate(draw, rel: Rel, t: str) -> str:
+    options = []
+    for n in rel.of(*NUM):
+        options += [f"{t}.{n} > 1", f"{t}.{n} % 2 = 0", f"{t}.{n} <= 3", f"{t}.{n} IS NOT NULL"]
+    for n in rel.of("string"):
+        options += [f"{t}.{n} IS NOT NULL", f"{t}.{n} <> 'a'", f"coalesce({t}.{n}, 'z') < 'c'"]
+    if not options:
+        return "true"
+    first = draw(hs.sampled_from(options))
+    if draw(hs.booleans()):
+        return first
+    second = draw(hs.sampled_from(options))
+    return f"({first} {draw(hs.sampled_from(['AND', 'OR']))} {second})"
+
+
+@hs.composite
+def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
+    """A query over the base tables and `views`."""
+    if depth <= 0:
+        return draw(hs.sampled_from([*BASE.values(), *views]))
+    kind = draw(
+        hs.sampled_from(
+            ["project", "filter", "aggregate", "join", "union", "distinct", "topk", "cte"]
+        )
+    )
+    sub = relation(views, depth - 1, fresh)
+    r = draw(sub)
+    src = r.sql if r.sql.isidentifier() else f"({r.sql})"
+    t = fresh()
+    if kind == "project":
+        items, cols = [f"{t}.ex"], []
+        if r.has_k and draw(hs.booleans()):
+            items.append(f"{t}.k")
+            cols.append(("k", "string"))
+        for _ in range(draw(hs.integers(1, 3))):
+            e, typ = draw(hs.one_of(num_expr(r, t), str_expr(r, t)))
+            name = fresh("c")
+            items.append(f"{e} AS {name}")
+            cols.append((name, typ))
+        where = f" WHERE {draw(predicate(r, t))}" if draw(hs.booleans()) else ""
+        return Rel(f"SELECT {', '.join(items)} FROM {src} {t}{where}", tuple(cols))
+    if kind == "filter":
+        star = draw(hs.sampled_from(["*", f"{t}.*"]))
+        return Rel(f"SELECT {star} FROM {src} {t} WHERE {draw(predicate(r, t))}", r.cols)
+    if kind == "aggregate":
+        keys = [f"{t}.ex"] + ([f"{t}.k"] if r.has_k and draw(hs.booleans()) else [])
+        items, cols = list(keys), [("k", "string")] if len(keys) > 1 else []
+        nums = r.of(*NUM)
+        calls = ["COUNT(*)"]
+        for n in nums:
+            calls += [f"SUM({t}.{n})", f"MIN({t}.{n})", f"MAX({t}.{n})", f"AVG({t}.{n})"]
+            calls += [f"COUNT(DISTINCT {t}.{n})", f"SUM({t}.{n} * 2)"]
+        for n in r.of("string"):
+            calls += [f"COUNT({t}.{n})", f"MAX({t}.{n})", f"COUNT(DISTINCT {t}.{n})"]
+        for call in draw(hs.lists(hs.sampled_from(calls), min_size=1, max_size=4, unique=True)):
+            name = fresh("c")
+            typ = (
+                "double"
+                if call.startswith("AVG")
+                else "string"
+                if call.startswith("MAX") and call[4:-1].split(".")[-1] in r.of("string")
+                else dict(r.cols).get(call[4:-1].split(".")[-1], "long")
+                if call[:3] in ("MIN", "MAX", "SUM") and "*" not in call
+                else "long"
+            )
+            items.append(f"{call} AS {name}")
+            cols.append((name, typ))
+        if nums and draw(hs.booleans()):
+            n = draw(hs.sampled_from(nums))
+            name = fresh("c")
+            items.append(f"SUM({t}.{n}) / COUNT(*) + MIN({t}.{n}) AS {name}")
+            cols.append((name, "double"))
+        having = ""
+        if draw(hs.booleans()):
+            options = ["COUNT(*) > 1"]
+            options += [f"SUM({t}.{n}) > 0" for n in nums] + [f"MAX({t}.{n}) >= 2" for n in nums]
+            having = f" HAVING {draw(hs.sampled_from(options))}"
+        group = ", ".join(keys)
+        return Rel(
+            f"SELECT {', '.join(items)} FROM {src} {t} GROUP BY {group}{having}", tuple(cols)
+        )
+    if kind == "join":
+        r2 = draw(sub)
+        src2 = r2.sql if r2.sql.isidentifier() else f"({r2.sql})"
+        u = fresh()
+        on = f"{t}.ex = {u}.ex"
+        if r.has_k and r2.has_k and draw(hs.booleans()):
+            on += f" AND {t}.k = {u}.k"
+        how = draw(hs.sampled_from(["JOIN", "INNER JOIN", "LEFT JOIN", "LEFT OUTER JOIN"]))
+        items = [f"{t}.ex"] + [f"{t}.{n}" for n in r.names]
+        cols = list(r.cols)
+        for n, typ in r2.cols:
+            name = fresh("c")
+            items.append(f"{u}.{n} AS {name}")
+            cols.append((name, typ))
+        extra = ""
+        if how in ("JOIN", "INNER JOIN") and r.of(*NUM) and draw(hs.booleans()):
+            extra = f" AND {t}.{r.of(*NUM)[0]} > 0"
+        return Rel(
+            f"SELECT {', '.join(items)} FROM {src} {t} {how} {src2} {u} ON {on}{extra}",
+            tuple(cols),
+        )
+    if kind == "union":
+        parts = []
+        for _ in range(draw(hs.integers(2, 3))):
+            ri = draw(sub)
+            srci = ri.sql if ri.sql.isidentifier() else f"({ri.sql})"
+            ti = fresh()
+            k = f"{ti}.k" if ri.has_k else "CAST(NULL AS STRING)"
+            e, _typ = draw(num_expr(ri, ti))
+            parts.append(f"SELECT {ti}.ex, {k} AS k, CAST({e} AS DOUBLE) AS x FROM {srci} {ti}")
+        return Rel(" UNION ALL ".join(parts), (("k", "string"), ("x", "double")))
+    if kind == "distinct":
+        chosen = (
+            draw(hs.lists(hs.sampled_from(r.names), max_size=2, unique=True)) if r.names else []
+        )
+        items = [f"{t}.ex"] + [f"{t}.{n}" for n in chosen]
+        return Rel(
+            f"SELECT DISTINCT {', '.join(items)} FROM {src} {t}",
+            tuple((n, dict(r.cols)[n]) for n in chosen),
+        )
+    if kind == "topk":
+        chosen = r.names[:3]
+        part = [f"{t}.ex"] + ([f"{t}.k"] if r.has_k and draw(hs.booleans()) else [])
+        rest = [n for n in chosen if f"{t}.{n}" not in part]
+        orders = []
+        for n in draw(hs.permutations(rest)):
+            direction = draw(hs.sampled_from(["", " DESC", " ASC NULLS LAST", " DESC NULLS FIRST"]))
+            orders.append(f"{t}.{n}{direction}")
+        order = ", ".join(orders) if orders else f"{t}.ex"
+        k = draw(hs.integers(1, 3))
+        bound = draw(hs.sampled_from([f"rn <= {k}", f"rn < {k + 1}", f"{k} >= rn"]))
+        inner = (
+            f"SELECT {t}.ex, {', '.join(f'{t}.{n}' for n in chosen) + ', ' if chosen else ''}"
+            f"ROW_NUMBER() OVER (PARTITION BY {', '.join(part)} ORDER BY {order}) AS rn "
+            f"FROM {src} {t}"
+        )
+        cols = tuple((n, dict(r.cols)[n]) for n in chosen)
+        if draw(hs.booleans()):
+            return Rel(f"SELECT * FROM ({inner}) {fresh()} WHERE {bound}", cols + (("rn", "long"),))
+        outer = ", ".join(["ex", *chosen])
+        return Rel(f"SELECT {outer} FROM ({inner}) {fresh()} WHERE {bound}", cols)
+    # cte: the input as a CTE, then a filter or a projection over it
+    name = fresh("cte")
+    body = draw(predicate(r, name))
+    return Rel(
+        f"WITH {name} AS ({r.sql if not r.sql.isidentifier() else 'SELECT * FROM ' + r.sql}) "
+        f"SELECT * FROM {name} WHERE {body}",
+        r.cols,
+    )
+
+
+@hs.composite
+def queries(draw, n: int, depth: int = 2) -> list[Rel]:
+    """`n` views, each over the base tables and the views before it."""
+    fresh = _alias_counter()
+    views: list[Rel] = []
+    out: list[Rel] = []
+    for i in range(n):
+        d = draw(hs.integers(1, depth))
+        rel = draw(relation(tuple(views), d, fresh))
+        out.append(rel)
+        views.append(Rel(f"q{i}", rel.cols))
+    return out
