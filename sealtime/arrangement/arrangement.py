@@ -10,6 +10,11 @@ Executor loss cannot lose the state: runs are files in the data dir, not blocks 
 executor, and a task re-executed by Spark reads the same files (its version's inputs)
 and rewrites the same file.
 
+The driver's file operations here (listing, deleting, fsync) go through
+`sealtime.storage.fs.DataFS`; the kernels inside Spark tasks (`runs`: ``write_run``,
+``read_run``, ``live_spine``) keep plain local I/O — they memory-map runs — so the state
+directory must be a local path (one machine) or a shared POSIX mount (a cluster).
+
 >>> import tempfile
 >>> a = Arrangement(tempfile.mkdtemp(), partitions=2)
 >>> a.advance(), a.state()
@@ -18,11 +23,10 @@ and rewrites the same file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any
 
-from ..storage.durable import fsync_file
+from ..storage.fs import DataFS
 from .runs import live_spine, parse_bucket, parse_spine, partition_dir, run_rows
 
 __all__ = ["Arrangement"]
@@ -35,6 +39,7 @@ class Arrangement:
         if partitions < 1:
             raise ValueError("Arrangement(partitions) must be >= 1")
         self.directory = directory
+        self.fs = DataFS.from_uri(directory, setting="arrangement directory")
         self.partitions = partitions
         self.version = 0  # the newest version written
         self.read_version = 0  # the state before the current tick (what readers read)
@@ -45,6 +50,10 @@ class Arrangement:
 
     def partition_dir(self, p: int) -> str:
         return partition_dir(self.directory, p)
+
+    def _rel(self, p: int) -> str:
+        """Partition `p`'s directory relative to `fs`."""
+        return os.path.basename(self.partition_dir(p))
 
     def advance(self) -> int:
         """The version this tick's step writes (the writer calls it once per tick)."""
@@ -80,16 +89,15 @@ class Arrangement:
         self.pinned = version if version else None
         self.emitted = self.pinned_emitted = state.get("emitted")
         for p in range(self.partitions):
-            d = self.partition_dir(p)
-            for name in _listdir(d):
+            d = self._rel(p)
+            for name in self.fs.names(d):
                 spine = parse_spine(name)
                 bucket = parse_bucket(name)
                 newer = (spine is not None and spine[1] > version) or (
                     bucket is not None and bucket[1] > version
                 )
                 if newer or name.endswith(".tmp"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(os.path.join(d, name))
+                    self.fs.delete_file(f"{d}/{name}")
 
     def pin(self) -> None:
         """A checkpoint now refers to the current version: keep its files."""
@@ -99,14 +107,15 @@ class Arrangement:
     def durable(self) -> None:
         """fsync the runs of the current version (before a checkpoint records it)."""
         for p in range(self.partitions):
-            d = self.partition_dir(p)
-            for name in _listdir(d):
+            d = self._rel(p)
+            runs = []
+            for name in self.fs.names(d):
                 spine, bucket = parse_spine(name), parse_bucket(name)
                 version = spine[1] if spine else bucket[1] if bucket else None
                 if version is not None and version <= self.version:
-                    fsync_file(os.path.join(d, name))
-            if os.path.isdir(d):
-                fsync_file(d)
+                    runs.append(f"{d}/{name}")
+            if runs:
+                self.fs.sync(runs)  # the files and the directory naming them
 
     # ------------------------------------------------------------------ housekeeping
     def collect_garbage(self) -> None:
@@ -114,7 +123,7 @@ class Arrangement:
         what the checkpoint refers to."""
         for p in range(self.partitions):
             d = self.partition_dir(p)
-            names = _listdir(d)
+            names = self.fs.names(self._rel(p))
             if any(n.startswith("r") for n in names):
                 keep = {r.path for r in live_spine(d, self.version)}
                 if self.pinned:
@@ -134,8 +143,7 @@ class Arrangement:
                 else:
                     drop = False
                 if drop:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(path)
+                    self.fs.delete_file(f"{self._rel(p)}/{name}")
 
     @staticmethod
     def _emitted(bucket: int, upto: int | None) -> bool:
@@ -146,7 +154,7 @@ class Arrangement:
         total = 0
         for p in range(self.partitions):
             d = self.partition_dir(p)
-            names = _listdir(d)
+            names = self.fs.names(self._rel(p))
             if any(parse_spine(n) for n in names):
                 total += sum(run_rows(r.path) for r in live_spine(d, self.version))
             for name in names:
@@ -154,10 +162,3 @@ class Arrangement:
                 if bucket and not self._emitted(bucket[0], self.emitted):
                     total += run_rows(os.path.join(d, name))
         return total
-
-
-def _listdir(d: str) -> list[str]:
-    try:
-        return os.listdir(d)
-    except FileNotFoundError:
-        return []

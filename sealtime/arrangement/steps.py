@@ -19,9 +19,31 @@ from ..kernels.reduce import ReduceSpec, general_reduce
 from ..kernels.top_k import TopKSpec, top_k_step
 from ..kernels.windowed import merge_partials, split_sealed
 from .partition import SpinePartition, consolidate_rows
-from .runs import bucket_name, live_buckets, partition_dir, read_run, write_run
+from .runs import (
+    bucket_name,
+    live_buckets,
+    live_spine,
+    partition_dir,
+    read_run,
+    run_rows,
+    write_run,
+)
 
-__all__ = ["AccumulateStep", "GeneralStep", "JoinStep", "SideRef", "TopKStep", "WindowedStep"]
+__all__ = [
+    "AccumulateStep",
+    "GeneralStep",
+    "JoinStep",
+    "SideRef",
+    "TopKStep",
+    "WindowedStep",
+    "spine_rows",
+]
+
+
+def spine_rows(directory: str, version: int) -> int:
+    """Rows stored in the live spine runs of one partition directory at `version` (read
+    from the runs' footers; for monitoring)."""
+    return sum(run_rows(r.path) for r in live_spine(directory, version))
 
 
 @dataclass(frozen=True)
@@ -44,6 +66,10 @@ class AccumulateStep:
         out, new_run = accumulate(table, self.spec, part.lookup)
         part.write(new_run, self.expire)
         return out
+
+    def state_rows(self, partition: int) -> int:
+        """Rows of the partition's state after this step (one per key)."""
+        return spine_rows(partition_dir(self.directory, partition), self.version)
 
 
 @dataclass(frozen=True)
@@ -68,6 +94,10 @@ class GeneralStep:
         out, new_run = kernel(table, self.spec, part.lookup)
         part.write(new_run, self.expire)
         return out
+
+    def state_rows(self, partition: int) -> int:
+        """Rows of the partition's state after this step (distinct rows with counts)."""
+        return spine_rows(partition_dir(self.directory, partition), self.version)
 
 
 TopKStep = GeneralStep
@@ -108,6 +138,15 @@ class JoinStep:
             if ref.write:
                 part.write(run, self.expire)
         return out
+
+    def state_rows(self, partition: int) -> int:
+        """Rows of the partition in the sides this step writes (a shared side is
+        counted at the join that writes it)."""
+        return sum(
+            spine_rows(partition_dir(ref.directory, partition), ref.version)
+            for ref in self.sides
+            if ref.write
+        )
 
 
 @dataclass(frozen=True)
@@ -161,3 +200,12 @@ class WindowedStep:
                     rows = consolidate_rows(rows, self.group, columns)
                 write_run(os.path.join(directory, bucket_name(bucket, self.version)), rows)
         return out
+
+    def state_rows(self, partition: int) -> int:
+        """Rows of the partition's open windows (buckets ending after `hi`)."""
+        if self.hi is None:
+            return 0
+        stored = live_buckets(partition_dir(self.directory, partition), self.version)
+        return sum(
+            run_rows(path) for bucket, paths in stored.items() if bucket > self.hi for path in paths
+        )

@@ -13,10 +13,15 @@ and writes that partition's runs), and returns the outputs in the declared schem
 
 Spark's task index is not used: a task that computes a kernel inside a union of stages
 has an index offset by the union's other inputs.
+
+A task with a `probe` (`sealtime.arrangement.counters`) also reports, per partition,
+the rows in and out, the state rows after the write (the step's ``state_rows``, if it
+has one) and the kernel's time, through an accumulator: monitoring at no extra job.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -45,6 +50,8 @@ class KernelTask:
     kernel: Any
     input_schema: pa.Schema
     output_schema: pa.Schema
+    #: a `sealtime.arrangement.counters.TaskProbe` (None: nothing is counted)
+    probe: Any = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         _freeze_imports()
@@ -71,17 +78,32 @@ class KernelTask:
         table = table.filter(pa.array(~marked))
         part = part[~marked]
         if len(present) == 1:
-            outs = [self.kernel.run(table, int(present[0]))]
+            outs = [self._run(table, int(present[0]))]
         else:
             order = np.argsort(part, kind="stable")
             cuts = np.searchsorted(part[order], present, side="left").tolist() + [len(order)]
             rows = pa.array(order)
             outs = [
-                self.kernel.run(table.take(rows[a:b]), int(p))
+                self._run(table.take(rows[a:b]), int(p))
                 for p, a, b in zip(present.tolist(), cuts[:-1], cuts[1:])
             ]
         for out in outs:
             yield from conform(out, self.output_schema).to_batches(max_chunksize=_BATCH)
+
+    def _run(self, table: pa.Table, partition: int) -> pa.Table:
+        """The kernel on one partition's rows (counted when the task has a probe)."""
+        if self.probe is None:
+            return self.kernel.run(table, partition)
+        started = time.perf_counter()  # (monitoring only: no data decision reads it)
+        out = self.kernel.run(table, partition)
+        measure = getattr(self.kernel, "state_rows", None)
+        try:
+            state = measure(partition) if measure is not None else None
+        except OSError:  # (a monitoring read never fails the step)
+            state = None
+        seconds = time.perf_counter() - started
+        self.probe.record(partition, table.num_rows, out.num_rows, state, seconds)
+        return out
 
 
 _FROZEN = False

@@ -76,7 +76,8 @@ class SourceCollection(Collection):
 class Dataflow:
     """A dataflow: sources, operators and sinks, run on Spark (local mode by default).
 
-    * `data_dir`: where ingest logs, sink files and the SQLite metadata store go.
+    * `data_dir`: where ingest logs, sink files and the SQLite metadata store go: a
+      path or a ``file://`` URI (see docs/storage-fs.md for other filesystems).
     * `metadata`: a ``postgresql://`` URL for a shared metadata store instead of SQLite.
     * `spark` / `master`: an existing SparkSession, or a master URL for a new one
       (default ``local[*]``).
@@ -117,9 +118,18 @@ class Dataflow:
         if not name or not isinstance(name, str):
             raise ConfigError("Dataflow(name) must be a non-empty string")
         self.name = name
-        self.data_dir = os.path.abspath(os.fspath(data_dir or os.path.join("data", name)))
-        os.makedirs(self.data_dir, exist_ok=True)
         from ..storage import MetadataStore
+        from ..storage.fs import DataFS
+
+        #: the data dir's filesystem layer (`sealtime.storage.fs`)
+        self.data_fs = DataFS.from_uri(
+            data_dir if data_dir is not None else os.path.join("data", name),
+            setting="Dataflow(data_dir)",
+        )
+        _check_data_dir(self.data_fs, metadata)
+        #: an absolute path for a local data dir (``file://`` URIs included), else the URI
+        self.data_dir = self.data_fs.location
+        self.data_fs.create_dir()
 
         # SQLite in the data dir unless a URL is given; opening it validates the setting
         # (a bad URL or an unreachable server fails here, naming `metadata`).
@@ -572,7 +582,9 @@ class Dataflow:
 
         if self._engine is not None:
             raise RuntimeError("replay() must be the first run of a Dataflow")
-        source_dir = os.path.abspath(os.fspath(from_data_dir))
+        from ..storage.fs import DataFS
+
+        source_dir = DataFS.from_uri(from_data_dir, setting="replay(from_data_dir)").location
         if source_dir == self.data_dir:
             raise ValueError("replay(from_data_dir=...) must differ from this data_dir")
         plan = ReplayPlan.load(
@@ -692,3 +704,34 @@ class Dataflow:
 def _sortable(table: pa.Table, column: str) -> bool:
     t = table.schema.field(column).type
     return not (pa.types.is_nested(t) or pa.types.is_dictionary(t))
+
+
+def _check_data_dir(fs: Any, metadata: str | None) -> None:
+    """Refuse a data dir the dataflow cannot keep its state in, naming the fix.
+
+    >>> from sealtime.storage.fs import DataFS
+    >>> _check_data_dir(DataFS.from_uri("/tmp"), None)
+    >>> _check_data_dir(DataFS.from_uri("gs://bucket/flows/a"), None)
+    Traceback (most recent call last):
+    ...
+    sealtime.errors.ConfigError: Dataflow(data_dir='gs://bucket/flows/a'): the default metadata store is an SQLite file in the data dir, ...
+    """
+    if fs.local:
+        return
+    if metadata is None or not str(metadata).lower().startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            f"Dataflow(data_dir={fs.location!r}): the default metadata store is an SQLite "
+            "file in the data dir, and SQLite needs a local file (this data dir is on "
+            f"{fs.kind}); pass metadata='postgresql://user@host:5432/db' (a PostgreSQL "
+            "server every process of the dataflow reaches), or use a local path"
+        )
+    # The ingest log (sealtime.engine.ingest, ingest_log), the coordinator's log
+    # truncation and the operators' arrangement runs (written by Spark tasks with local
+    # I/O) still need a POSIX path: refuse rather than write beside the cwd.
+    raise ConfigError(
+        f"Dataflow(data_dir={fs.location!r}): a data dir on {fs.kind} is not supported "
+        "yet — the ingest log and operator state are still written with local file calls. "
+        "Put data_dir on a local disk or a shared POSIX mount (NFS, CephFS; the same path "
+        "on every machine), and send outputs to the object store with "
+        "st.sinks.Parquet('s3a://...') (see docs/storage-fs.md)"
+    )

@@ -24,23 +24,35 @@ kept next to the bindings, in the same store.
 >>> from sealtime.storage import MetadataStore
 >>> with tempfile.TemporaryDirectory() as d:
 ...     log = BindingLog(MetadataStore.open(d), "flow")
-...     log.append(1, 1000, {"s": {"position": 7, "frontier": 1001, "files": [],
-...                               "error_files": [], "state": {"max_logged": 1000}}})
-...     [(b.tick, b.into_time, b.sources["s"]["position"]) for b in log.load()]
+...     part = BindingPart(position=7, frontier=1001, into_time=1000,
+...                        state=SourceState(position=7, frontier=1001, max_logged=1000))
+...     _ = log.append(1, 1000, {"s": part})
+...     [(b.tick, b.into_time, b.sources["s"].position) for b in log.load()]
 [(1, 1000, 7)]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import PlanChangedError
 from ..storage.metadata import MetadataStore
+from ..time.order import MIN_TIME
+from .ingest_log import LogFile
 
-__all__ = ["Binding", "BindingLog", "PlanChangedError"]
+__all__ = [
+    "Binding",
+    "BindingLog",
+    "BindingPart",
+    "PlanChangedError",
+    "SourceState",
+    "resumption_positions",
+    "restore_point",
+]
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS sealtime_bindings ("
@@ -52,14 +64,213 @@ _MIGRATIONS = [
 ]
 
 
+def _from_json(cls: type, d: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The keyword arguments of dataclass `cls` in the JSON object `d`: missing keys
+    keep their defaults (older data dirs), an unknown key is an error (a newer one)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ValueError(
+            f"{what}: unknown keys {unknown} in a stored binding; this data_dir was written "
+            "by a newer sealtime — run that version"
+        )
+    return dict(d)
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """The scalar state of a source after a tick: what a restart needs besides the log
+    files (stored as the ``"state"`` object of a `BindingPart`).
+
+    * `position`: source-native position after the rows read; `exhausted`;
+    * the timestamper's state (`sealtime.engine.timestamper.Timestamper`): `frontier`,
+      `max_seen`, `reported`, `last_active`, `idle_floor`, `idle_at`;
+    * the log's: `offset` (rows logged: the next ``_offset``), `max_logged` (largest
+      ``_time`` logged, for the resumption frontier);
+    * counters: `rows_in`, `late_count`, `error_count`; `health`: the status last logged.
+
+    >>> s = SourceState.from_json({"position": 3, "frontier": 10, "max_logged": 9})
+    >>> s.position, s.exhausted, SourceState.from_json(s.to_json()) == s
+    (3, False, True)
+    """
+
+    position: Any = None
+    frontier: int | None = MIN_TIME
+    exhausted: bool = False
+    max_seen: int | None = None
+    reported: int | None = None
+    offset: int = 0
+    late_count: int = 0
+    error_count: int = 0
+    rows_in: int = 0
+    max_logged: int = MIN_TIME
+    health: str | None = None
+    last_active: int | None = None
+    idle_floor: int | None = None
+    idle_at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: a JSON object of the fields."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SourceState:
+        """Read the stored form (missing keys of older data dirs keep their defaults)."""
+        return cls(**_from_json(cls, d, "source state"))
+
+
+def _entries(raw: Sequence[Mapping[str, Any]]) -> tuple[LogFile, ...]:
+    return tuple(LogFile(**_from_json(LogFile, f, "log entry")) for f in raw)
+
+
+@dataclass(frozen=True)
+class BindingPart:
+    """A source's part of one binding: where the source stands after the tick and the
+    ingest-log entries the tick added.
+
+    Stored (`to_json`) as the JSON object ``{"position", "frontier", "into_time",
+    "state", "files", "error_files", "health_files", "rows"}``: `state` is a
+    `SourceState`, the three lists hold `LogFile` entries (data, errors, health) and
+    ``rows`` counts the data rows the tick logged (the sum of the data entries' rows).
+    `Dataflow.bindings` shows this stored form.
+
+    >>> p = BindingPart(position=4, frontier=11, into_time=10,
+    ...                 files=(LogFile("/l/part-1", 10, 10, 2),))
+    >>> p.rows, p.to_json()["files"][0]["rows"], BindingPart.from_json(p.to_json()) == p
+    (2, 2, True)
+    """
+
+    position: Any
+    frontier: int | None
+    into_time: int
+    state: SourceState = field(default_factory=SourceState)
+    files: tuple[LogFile, ...] = ()
+    error_files: tuple[LogFile, ...] = ()
+    health_files: tuple[LogFile, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Data rows the tick logged (late ones included)."""
+        return sum(f.rows for f in self.files)
+
+    def entries(self) -> tuple[LogFile, ...]:
+        """All log entries of the part: data, errors, health."""
+        return self.files + self.error_files + self.health_files
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (see the class docstring)."""
+        return {
+            "position": self.position,
+            "frontier": self.frontier,
+            "into_time": self.into_time,
+            "state": self.state.to_json(),
+            "files": [dataclasses.asdict(f) for f in self.files],
+            "error_files": [dataclasses.asdict(f) for f in self.error_files],
+            "health_files": [dataclasses.asdict(f) for f in self.health_files],
+            "rows": self.rows,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], into_time: int | None = None) -> BindingPart:
+        """Read the stored form; `into_time` is the binding's (for parts stored without
+        it). Keys that older data dirs lack keep their defaults."""
+        d = dict(d)
+        d.pop("rows", None)  # derived from the files
+        state = SourceState.from_json(d.pop("state", {}))
+        return cls(
+            position=d.pop("position", state.position),
+            frontier=d.pop("frontier", state.frontier),
+            into_time=d.pop("into_time", into_time),
+            state=state,
+            files=_entries(d.pop("files", [])),
+            error_files=_entries(d.pop("error_files", [])),
+            health_files=_entries(d.pop("health_files", [])),
+            **_from_json(cls, d, "binding part"),
+        )
+
+
 @dataclass(frozen=True)
 class Binding:
-    """One durable binding: ``into_time`` and each source's part (position, frontier,
-    timestamper state, log files added in this tick)."""
+    """One durable binding: ``into_time`` and each source's `BindingPart`.
+
+    >>> b = Binding(1, 10, {"s": BindingPart(position=1, frontier=11, into_time=10)})
+    >>> Binding.from_json(b.to_json()) == b, b.to_json()["sources"]["s"]["position"]
+    (True, 1)
+    """
 
     tick: int
     into_time: int
-    sources: dict[str, dict[str, Any]]
+    sources: dict[str, BindingPart]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"tick", "into_time", "sources": {name: part}}`` with parts in stored form."""
+        return {
+            "tick": self.tick,
+            "into_time": self.into_time,
+            "sources": {name: part.to_json() for name, part in self.sources.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Binding:
+        """Read `to_json`'s form."""
+        into = int(d["into_time"])
+        parts = {n: BindingPart.from_json(p, into) for n, p in d["sources"].items()}
+        return cls(int(d["tick"]), into, parts)
+
+
+def resumption_positions(
+    parts: Sequence[Mapping[str, BindingPart]], upper: int | None
+) -> dict[str, Any]:
+    """Per source, the position of the last binding whose logged rows all have times
+    ``< upper`` (None = everything is durable downstream): the resumption frontier in
+    source-native positions. `parts` are the bindings' per-source parts, oldest first;
+    sources with no such binding are left out.
+
+    >>> def part(pos, logged):
+    ...     return {"s": BindingPart(pos, None, 0, SourceState(max_logged=logged))}
+    >>> b = [part(4, 10), part(9, 20)]
+    >>> resumption_positions(b, 15), resumption_positions(b, None)
+    ({'s': 4}, {'s': 9})
+    """
+    out: dict[str, Any] = {}
+    names = set(parts[-1]) if parts else set()
+    # From the newest binding back: the common case is found at once.
+    for sources in reversed(parts):
+        for name, part in sources.items():
+            if name not in out and (upper is None or part.state.max_logged < upper):
+                out[name] = part.position
+        if names <= out.keys():
+            break
+    return out
+
+
+def restore_point(
+    bindings: Sequence[Binding], truncated: Mapping[str, int]
+) -> dict[str, BindingPart]:
+    """Per source, what a restart restores: the part of its last binding, with the log
+    entries of all its bindings except those a checkpoint truncated (entries whose
+    times all lie below the source's mark in `truncated`).
+
+    >>> def b(tick, t):
+    ...     f = LogFile(f"/l/part-{tick}", t, t, 1)
+    ...     return Binding(tick, t, {"s": BindingPart(tick, t + 1, t, files=(f,))})
+    >>> p = restore_point([b(1, 10), b(2, 20)], {"s": 15})["s"]
+    >>> p.position, [f.path for f in p.files]
+    (2, ['/l/part-2'])
+    """
+    out: dict[str, BindingPart] = {}
+    kept: dict[str, dict[str, list[LogFile]]] = {}
+    for binding in bindings:
+        for name, part in binding.sources.items():
+            out[name] = part
+            mark = truncated.get(name, MIN_TIME)
+            lists = kept.setdefault(name, {"files": [], "error_files": [], "health_files": []})
+            for kind, entries in lists.items():
+                entries += [f for f in getattr(part, kind) if f.max_time >= mark]
+    return {
+        name: dataclasses.replace(part, **{k: tuple(v) for k, v in kept[name].items()})
+        for name, part in out.items()
+    }
 
 
 class BindingLog:
@@ -69,6 +280,8 @@ class BindingLog:
         self.store = store
         self.flow = flow
         store.migrate("engine", _MIGRATIONS)
+        #: the per-source parts of the bindings loaded or appended by this object
+        self._parts: list[dict[str, BindingPart]] = []
 
     # ------------------------------------------------------------------ plan
     def check_plan(self, fingerprint: list[str]) -> None:
@@ -94,14 +307,18 @@ class BindingLog:
             )
 
     # ------------------------------------------------------------------ bindings
-    def append(self, tick: int, into_time: int, sources: Mapping[str, Any]) -> None:
+    def append(self, tick: int, into_time: int, sources: Mapping[str, BindingPart]) -> Binding:
         """Durably mint the binding of `tick` (one transaction; fails if it exists)."""
+        binding = Binding(tick, into_time, dict(sources))
+        stored = binding.to_json()["sources"]
         with self.store.transaction() as tx:
             tx.execute(
                 "INSERT INTO sealtime_bindings (flow, tick, into_time, sources) "
                 "VALUES (?, ?, ?, ?)",
-                (self.flow, tick, into_time, json.dumps(sources, sort_keys=True)),
+                (self.flow, tick, into_time, json.dumps(stored, sort_keys=True)),
             )
+        self._parts.append(binding.sources)
+        return binding
 
     def load(self) -> list[Binding]:
         """All bindings, oldest first."""
@@ -109,33 +326,20 @@ class BindingLog:
             "SELECT tick, into_time, sources FROM sealtime_bindings WHERE flow = ? ORDER BY tick",
             (self.flow,),
         )
-        return [Binding(int(t), int(i), json.loads(s)) for t, i, s in rows]
+        out = [
+            Binding.from_json({"tick": t, "into_time": i, "sources": json.loads(s)})
+            for t, i, s in rows
+        ]
+        self._parts = [b.sources for b in out]
+        return out
 
     # ------------------------------------------------------------------ resumption
-    @staticmethod
-    def resumption_positions(
-        parts: Sequence[Mapping[str, Any]], upper: int | None
-    ) -> dict[str, Any]:
-        """Per source, the position of the last binding whose logged rows all have times
-        ``< upper`` (None = everything is durable downstream): the resumption frontier
-        in source-native positions. `parts` are the bindings' per-source parts, oldest
-        first; sources with no such binding are left out.
+    #: `resumption_positions` (module function), also reachable from the class
+    resumption_positions = staticmethod(resumption_positions)
 
-        >>> b = [{"s": {"position": 4, "state": {"max_logged": 10}}},
-        ...      {"s": {"position": 9, "state": {"max_logged": 20}}}]
-        >>> BindingLog.resumption_positions(b, 15), BindingLog.resumption_positions(b, None)
-        ({'s': 4}, {'s': 9})
-        """
-        out: dict[str, Any] = {}
-        names = set(parts[-1]) if parts else set()
-        # From the newest binding back: the common case is found at once.
-        for sources in reversed(parts):
-            for name, part in sources.items():
-                if name not in out and (upper is None or part["state"]["max_logged"] < upper):
-                    out[name] = part["position"]
-            if names <= out.keys():
-                break
-        return out
+    def resumption(self, upper: int | None) -> dict[str, Any]:
+        """`resumption_positions` over the bindings this object loaded and appended."""
+        return resumption_positions(self._parts, upper)
 
     # ------------------------------------------------------------------ checkpoints
     def record_checkpoint(self, tick: int, manifest: Mapping[str, Any]) -> None:

@@ -19,16 +19,17 @@ Recovery = the latest checkpoint + the log after it.
 
 from __future__ import annotations
 
-import shutil
+from ..storage.fs import DataFS
 
 __all__ = ["remove"]
 
 
 def remove(directory: str) -> None:
     """Delete a checkpoint's own files (after a newer checkpoint made it obsolete).
+    `directory` is a local path or a URI; a missing directory is not an error.
 
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp(); remove(d); os.path.exists(d)
     False
     """
-    shutil.rmtree(directory, ignore_errors=True)
+    DataFS.from_uri(directory, setting="checkpoint directory").delete_dir()

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..arrangement.counters import KernelCounters
 from ..dataflow.plan import Node, Plan
 from ..operators import Env, Operator, build, kernel_tasks
 from ..sinks.base import CommitContext
@@ -40,7 +41,7 @@ from ..spark.spill import SpillStore
 from ..storage.durable import fsync_file
 from ..storage.metadata import MetadataStore
 from ..time.order import MAX_TIME, MIN_TIME, describe_frontier
-from .bindings import Binding, BindingLog
+from .bindings import Binding, BindingLog, BindingPart, restore_point
 from .checkpoint import remove
 from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min, node_summary
@@ -55,8 +56,9 @@ from .replay import (
     restamped,
     write_marker,
 )
+from .stats import OperatorStats, operator_stats
 
-__all__ = ["ROUTING_CONF", "Engine", "TickReport"]
+__all__ = ["ROUTING_CONF", "Engine", "OperatorStats", "TickReport"]
 
 #: Spark settings the engine needs (set on the session it runs on)
 ROUTING_CONF = {
@@ -77,6 +79,8 @@ class TickReport:
     * `sealed`: per operator that ran, the times it sealed this tick, ``[lo, hi)``;
       ``lo`` is None when no time was sealed before this tick and ``hi`` is None when
       every time is sealed now (the internal minimum time never shows).
+    * `operators`: per operator that stepped, its rows, state size and times
+      (`OperatorStats`, measured without an extra Spark job; `sealtime.engine.stats`).
 
     >>> r = TickReport(1, 1000, 1001, 5, 0.1, {3: (None, 1001)})
     >>> str(r)
@@ -89,6 +93,7 @@ class TickReport:
     rows_in: int
     seconds: float
     sealed: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    operators: dict[int, OperatorStats] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return (
@@ -166,12 +171,12 @@ class Engine:
         stored = self.log.load()
         self._init_replay(replay_from, stored)
         truncated = store.kv_get("log-truncation", config.name, {})
-        restored = _restore_sources(stored, truncated)
-        acked = BindingLog.resumption_positions([b.sources for b in stored], self._durable_upper())
+        restored = restore_point(stored, truncated)
+        acked = self.log.resumption(self._durable_upper())
         if stored:
             self.tick_no = stored[-1].tick
             self.last_into = stored[-1].into_time
-            self.bindings = [_binding_dict(b) for b in stored]
+            self.bindings = [b.to_json() for b in stored]
             self.recovered_from = {"ticks": len(stored)}
         for node in self.nodes:
             self.done[node.id] = MIN_TIME
@@ -195,6 +200,8 @@ class Engine:
                     src.reader = src.source.resume(src.position, None)
         shared: dict[Any, Any] = {}
         tasks = kernel_tasks(self.spark.sparkContext.master, self.partitions)
+        #: what kernel tasks report (rows, state rows, time) through an accumulator
+        self.counters = KernelCounters(self.spark.sparkContext)
         for node in self.nodes:
             env = Env(
                 spark=self.spark,
@@ -203,6 +210,7 @@ class Engine:
                 sources=self.sources,
                 shared=shared,
                 tasks=tasks,
+                counters=self.counters,
             )
             self.ops[node.id] = build(node, env)
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
@@ -287,9 +295,7 @@ class Engine:
     def _go_live(self, into: int) -> None:
         """The first live tick after a replay: open the readers at the positions of the
         last replayed binding and tell the clocked ones (timers, ``time_reset``)."""
-        acked = BindingLog.resumption_positions(
-            [b["sources"] for b in self.bindings], self._durable_upper()
-        )
+        acked = self.log.resumption(self._durable_upper())
         for src in self.sources.values():
             open_live(src, acked.get(src.name))
             if src.name in acked:
@@ -350,6 +356,7 @@ class Engine:
         sealed: dict[int, tuple[int, int | None]] = {}
         persisted: list[DataFrame] = []
         stepped: list[int] = []  # stateful operators that ran (their state must be written)
+        plan_seconds: dict[int, tuple[float, bool]] = {}  # (monitoring) step time, ran
         materialised: set[int] = set()  # outputs already computed by a job this tick
         for node in self.nodes:
             hi = frontiers[node.id]
@@ -367,7 +374,9 @@ class Engine:
                 outputs[node.id] = None
                 self.done[node.id] = hi
                 continue
+            step_started = _time.perf_counter()
             out = op.step(inputs, lo, hi)
+            plan_seconds[node.id] = (_time.perf_counter() - step_started, out is not None)
             bounds[node.id] = op.output_bound([b for _, b in ins], lo, hi)
             if out is not None and op.stateful:
                 stepped.append(node.id)
@@ -412,12 +421,27 @@ class Engine:
             rows_in,
             _time.perf_counter() - started,
             reported,
+            self._operator_stats(plan_seconds, binding),
         )
         # sealtime.ui (Dataflow.serve_ui()): one immutable snapshot per tick, built only from
         # the Python objects above (no Spark job); the web server reads nothing else.
         for observe in self.observers:
             observe(self, report)
         return report
+
+    def _operator_stats(
+        self, plan_seconds: dict[int, tuple[float, bool]], binding: dict[str, Any]
+    ) -> dict[int, OperatorStats]:
+        """Per operator that stepped: what its kernel tasks reported this tick (drained
+        from the accumulator: no Spark job) and the driver time of its step."""
+        kernels = self.counters.drain()
+        out = {}
+        for nid, (seconds, ran) in plan_seconds.items():
+            src = self.sources.get(nid)
+            read = binding["sources"].get(src.name, {}).get("rows") if src is not None else None
+            counting = self.ops[nid].counting
+            out[nid] = operator_stats(counting, seconds, kernels.get(nid), ran=ran, rows_read=read)
+        return out
 
     def _upstream(self, node_id: int) -> set[int]:
         """The node and every node its output this tick was computed from."""
@@ -447,7 +471,7 @@ class Engine:
     def _mint_binding(self) -> dict[str, Any]:
         """Read, stamp and log every source, make the log files durable, then record the
         tick's binding in one transaction — before any row of this tick propagates."""
-        parts: dict[str, Any] = {}
+        parts: dict[str, BindingPart] = {}
         if self.replay is not None and self.tick_no <= self.replay_ticks:
             original = self.replay[self.tick_no - 1]
             into = original.into_time
@@ -456,34 +480,28 @@ class Engine:
                 hand_over(self.sources.values(), self.last_into, into)
             for src in self.sources.values():
                 if restamped(src.source):
-                    before = src.rows_in
-                    part = src.ingest(self.tick_no, into)
-                    parts[src.name] = {**part, "rows": src.rows_in - before}
-                    for f in part["files"] + part["error_files"] + part["health_files"]:
-                        fsync_file(f["path"])
+                    parts[src.name] = part = src.ingest(self.tick_no, into)
+                    for f in part.entries():
+                        fsync_file(f.path)
                 else:
                     # The recorded files, linked into this data dir's log (it owns them).
-                    part = link_part(original.sources[src.name], src.log_dir)
+                    parts[src.name] = part = link_part(original.sources[src.name], src.log_dir)
                     src.apply_binding(part)
-                    parts[src.name] = {**part, "rows": sum(f["rows"] for f in part["files"])}
                 fsync_file(src.log_dir)
         else:
             into = max(self.clock_ms(), self.last_into + 1)
             if self.tick_no == self.hand_over_at:
                 self._go_live(into)
             for src in self.sources.values():
-                before = src.rows_in
-                part = src.ingest(self.tick_no, into)
-                parts[src.name] = {**part, "rows": src.rows_in - before}
-                for f in part["files"] + part["error_files"] + part["health_files"]:
-                    fsync_file(f["path"])
+                parts[src.name] = part = src.ingest(self.tick_no, into)
+                for f in part.entries():
+                    fsync_file(f.path)
             for src in self.sources.values():
                 fsync_file(src.log_dir)
         self.last_into = into
         failpoint("ingest.logged")
-        self.log.append(self.tick_no, into, parts)
+        binding = self.log.append(self.tick_no, into, parts).to_json()
         failpoint("binding.committed")
-        binding = {"tick": self.tick_no, "into_time": into, "sources": parts}
         self.bindings.append(binding)
         return binding
 
@@ -492,9 +510,7 @@ class Engine:
         are all at times below the durable upper of every exactly-once sink."""
         if self.tick_no <= self.replay_ticks:
             return  # (a replay acknowledges nothing upstream: it reads no source)
-        positions = BindingLog.resumption_positions(
-            [b["sources"] for b in self.bindings], self._durable_upper()
-        )
+        positions = self.log.resumption(self._durable_upper())
         for src in self.sources.values():
             position = positions.get(src.name)
             if position is not None and position != self.acknowledged.get(src.name):
@@ -675,26 +691,6 @@ class Engine:
         return all(s.exhausted for s in self.sources.values()) and all(
             v is None for v in self.done.values()
         )
-
-
-def _restore_sources(
-    bindings: list[Binding], truncated: dict[str, int]
-) -> dict[str, dict[str, Any]]:
-    """Per source: the state of its last binding and the log files of all bindings
-    (minus the ones a checkpoint truncated)."""
-    out: dict[str, dict[str, Any]] = {}
-    for binding in bindings:
-        for name, part in binding.sources.items():
-            entry = out.setdefault(name, {"files": [], "error_files": [], "health_files": []})
-            entry["state"] = part["state"]
-            mark = truncated.get(name, MIN_TIME)
-            for kind in ("files", "error_files", "health_files"):
-                entry[kind] += [f for f in part.get(kind, []) if f["max_time"] >= mark]
-    return out
-
-
-def _binding_dict(b: Binding) -> dict[str, Any]:
-    return {"tick": b.tick, "into_time": b.into_time, "sources": b.sources}
 
 
 Clock = Callable[[], float]

@@ -32,17 +32,19 @@ continue live:
 
 from __future__ import annotations
 
-import os
-import shutil
+import dataclasses
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..sources.base import Source
 from ..sources.timer import ClockedSource, HandOverReader
+from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
-from .bindings import Binding, BindingLog
+from .bindings import Binding, BindingLog, BindingPart
 from .ingest import SourceRuntime
+from .ingest_log import LogFile
 
 __all__ = [
     "MARKER",
@@ -163,38 +165,42 @@ def restamped(source: Source) -> bool:
     return isinstance(source, ClockedSource)
 
 
-def link_part(part: Mapping[str, Any], log_dir: str) -> dict[str, Any]:
+def link_part(part: BindingPart, log_dir: str) -> BindingPart:
     """A source's part of a recorded binding, with its log files (and late sidecars)
-    hard-linked into `log_dir`: the new log owns its files, so truncating it never
-    deletes the original's. Linking an existing link again is a no-op (a resumed
-    replay)."""
-    os.makedirs(log_dir, exist_ok=True)
-    out = dict(part)
-    for kind in ("files", "error_files", "health_files"):
-        entries = []
-        for f in part.get(kind, []):
-            entry = dict(f)
-            for key in ("path", "late_path"):
-                if entry.get(key):
-                    entry[key] = _link(entry[key], log_dir)
-            entries.append(entry)
-        out[kind] = entries
-    return out
+    hard-linked into `log_dir` (copied where no link is possible: across filesystems,
+    or on an object store — `DataFS.link_or_copy`): the new log owns its files, so
+    truncating it never deletes the original's. Linking an existing link again is a
+    no-op (a resumed replay).
+
+    >>> import tempfile
+    >>> from sealtime.storage.fs import DataFS
+    >>> old, new = DataFS.from_uri(tempfile.mkdtemp()), tempfile.mkdtemp()
+    >>> old.write_bytes("f.parquet", b"x")
+    >>> part = BindingPart(1, 2, 1, files=(LogFile(old.join("f.parquet"), 1, 1, 0),))
+    >>> link_part(part, new).files[0].path == DataFS.from_uri(new).join("f.parquet")
+    True
+    """
+    fs = DataFS.from_uri(log_dir, setting="replay log directory")
+    fs.create_dir()
+
+    def linked(f: LogFile) -> LogFile:
+        late = _link(f.late_path, fs) if f.late_path else ""
+        return dataclasses.replace(f, path=_link(f.path, fs), late_path=late)
+
+    return dataclasses.replace(
+        part,
+        files=tuple(linked(f) for f in part.files),
+        error_files=tuple(linked(f) for f in part.error_files),
+        health_files=tuple(linked(f) for f in part.health_files),
+    )
 
 
-def _link(path: str, log_dir: str) -> str:
-    dest = os.path.join(log_dir, os.path.basename(path))
-    if os.path.abspath(path) == os.path.abspath(dest) or os.path.exists(dest):
-        return dest
-    try:
-        os.link(path, dest)
-    except FileExistsError:
-        pass
-    except OSError:  # another filesystem, or no hard links: copy (then rename, atomic)
-        tmp = dest + ".tmp"
-        shutil.copyfile(path, tmp)
-        os.replace(tmp, dest)
-    return dest
+def _link(path: str, fs: DataFS) -> str:
+    name = posixpath.basename(path.rstrip("/"))
+    if fs.rel(path) == name:  # already the new log's own file
+        return fs.join(name)
+    fs.link_or_copy(path, name)
+    return fs.join(name)
 
 
 def open_live(src: SourceRuntime, acknowledged: Any) -> None:

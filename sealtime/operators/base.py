@@ -35,7 +35,9 @@ class Env:
     * `sources`: the source runtimes (for operators that read an ingest log);
     * `shared`: the engine-wide registry of shared arrangements;
     * `tasks`: how many Spark tasks a kernel step runs in (None: one per partition);
-      see `kernel_tasks`.
+      see `kernel_tasks`;
+    * `counters`: where kernel tasks report rows and state sizes for monitoring
+      (`sealtime.arrangement.counters.KernelCounters`; None: nothing is counted).
     """
 
     spark: SparkSession
@@ -45,6 +47,7 @@ class Env:
     #: arrangements operators share (differential's ``arrange``), by what they arrange
     shared: dict[Any, Any] = field(default_factory=dict)
     tasks: int | None = None
+    counters: Any = None
 
 
 def kernel_tasks(master: str, partitions: int) -> int | None:
@@ -80,6 +83,9 @@ class Operator:
     """
 
     stateful: ClassVar[bool] = False
+    #: `step` runs a kernel in ``mapInArrow`` that reports its rows and state size
+    #: (through `probe`); see `counting`
+    kernel_counted: ClassVar[bool] = False
     #: output times may lie at or beyond the input frontier (``advance_time``): the
     #: engine then holds back, at each consumer, the updates it has not sealed yet
     delays: ClassVar[bool] = False
@@ -91,6 +97,28 @@ class Operator:
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         """The output updates for ``[lo, hi)`` given each input's updates (None: none)."""
         raise NotImplementedError
+
+    @property
+    def counting(self) -> str:
+        """How the operator's rows are measured, for monitoring: ``"kernel"`` (its kernel
+        counts them inside its Spark tasks), ``"source"`` (counted at ingestion),
+        ``"fused"`` (a stateless expression Spark runs inside its consumer's stage: no
+        count of its own without a job of its own) or ``"native"`` (stateful on plain
+        Spark plans: not counted)."""
+        if self.kernel_counted:
+            return "kernel"
+        if self.node.kind == "source":
+            return "source"
+        return "native" if self.stateful else "fused"
+
+    def probe(self, version: int, *, count_in: bool = True, count_out: bool = True) -> Any:
+        """The counters' probe for a kernel step writing `version` (None when the engine
+        counts nothing); `count_in`/`count_out` say whether the kernel's input/output
+        rows are the operator's."""
+        counters = self.env.counters
+        if counters is None:
+            return None
+        return counters.probe(self.node.id, version, count_in=count_in, count_out=count_out)
 
     def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
         """An upper bound (inclusive) of the times of this tick's output, known without

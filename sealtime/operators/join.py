@@ -49,6 +49,7 @@ class Join(Operator):
     """Inner join on ``node.params["on"]`` (see the module docstring)."""
 
     stateful = True
+    kernel_counted = True
     _compiled: list[CompiledStep] | None = None
 
     def __init__(self, node: Node, env: Env) -> None:
@@ -105,6 +106,7 @@ class Join(Operator):
             JoinStep(self.spec, (refs[0], refs[1]), expiry(self.node, hi)),
             self.input_arrow,
             self.output_arrow,
+            self.probe(refs[0].version),
         )
         routed = self.routing.route(union_all(parts), key=plans[0])
         out = map_in_arrow(routed, task, self.output_spark, plans[0].args)

@@ -30,6 +30,7 @@ class KeyedOperator(Operator):
     """Base class of the operators that keep one arrangement of their input by key."""
 
     stateful = True
+    kernel_counted = True
 
     #: set by the subclass's constructor
     routing: KeyRouting
@@ -51,7 +52,7 @@ class KeyedOperator(Operator):
             return None
         version = self.arrangement.advance()
         step = self.kernel_step(version, expiry(self.node, hi))
-        task = KernelTask(step, self.input_arrow, self.output_arrow)
+        task = KernelTask(step, self.input_arrow, self.output_arrow, self.probe(version))
         plan = self.compiled()
         routed = self.routing.route(plan.prep.apply(d), key=plan)
         return plan.finalize.apply(map_in_arrow(routed, task, self.output_spark, plan.args))

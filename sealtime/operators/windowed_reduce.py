@@ -54,6 +54,7 @@ class WindowedReduce(Operator):
     """Windowed aggregate / top-k over tumbling or sliding windows."""
 
     stateful = True
+    kernel_counted = True
 
     def __init__(self, node: Node, env: Env) -> None:
         super().__init__(node, env)
@@ -177,7 +178,10 @@ class WindowedReduce(Operator):
             lo,
             hi,
         )
-        task = KernelTask(step, self.input_arrow, self.output_arrow)
+        # Exact counts only: partial mode feeds the kernel map-side combined partials
+        # (not the updates); otherwise Spark aggregates the kernel's rows again.
+        probe = self.probe(version, count_in=not self.partial, count_out=self.partial)
+        task = KernelTask(step, self.input_arrow, self.output_arrow, probe)
         merged = self._prepare(d).mapInArrow(task, self.output_spark)
         if self.partial:
             out = self.reducer.finalize(merged, self.group)

@@ -10,12 +10,30 @@ their `Source`s (outputs) through path summaries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 __all__ = ["Location", "Source", "Target"]
 
 
 @dataclass(frozen=True, order=True)
-class Source:
+class _Port:
+    """A port: node `node`, port index `port` (both non-negative ints). Ports of the two
+    kinds never compare equal (dataclass equality needs the same class)."""
+
+    node: int
+    port: int
+
+    #: is this an output port (`Source`) / an input port (`Target`)?
+    is_source: ClassVar[bool] = False
+    is_target: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        _check_index(type(self).__name__, "node", self.node)
+        _check_index(type(self).__name__, "port", self.port)
+
+
+@dataclass(frozen=True, order=True)
+class Source(_Port):
     """Output port `port` of node `node`: where capabilities are held, where edges start.
 
     >>> Source(1, 0)
@@ -26,66 +44,20 @@ class Source:
     False
     """
 
-    node: int
-    port: int
-
-    def __post_init__(self) -> None:
-        _check_index("Source", "node", self.node)
-        _check_index("Source", "port", self.port)
-
-    @property
-    def is_source(self) -> bool:
-        """Always True: this location is an output port.
-
-        >>> Source(0, 0).is_source
-        True
-        """
-        return True
-
-    @property
-    def is_target(self) -> bool:
-        """Always False: this location is not an input port.
-
-        >>> Source(0, 0).is_target
-        False
-        """
-        return False
+    is_source: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, order=True)
-class Target:
+class Target(_Port):
     """Input port `port` of node `node`: where messages arrive, where edges end.
 
     >>> Target(2, 1)
     Target(node=2, port=1)
-    >>> Target(2, 1).is_target
-    True
+    >>> Target(2, 1).is_target, Target(2, 1).is_source
+    (True, False)
     """
 
-    node: int
-    port: int
-
-    def __post_init__(self) -> None:
-        _check_index("Target", "node", self.node)
-        _check_index("Target", "port", self.port)
-
-    @property
-    def is_source(self) -> bool:
-        """Always False: this location is not an output port.
-
-        >>> Target(0, 0).is_source
-        False
-        """
-        return False
-
-    @property
-    def is_target(self) -> bool:
-        """Always True: this location is an input port.
-
-        >>> Target(0, 0).is_target
-        True
-        """
-        return True
+    is_target: ClassVar[bool] = True
 
 
 #: Any port of the graph: an output port (`Source`) or an input port (`Target`).

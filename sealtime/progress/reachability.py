@@ -395,8 +395,9 @@ class Tracker:
                     out = _refrontier(counts, ifront, lid, frontier)
                     if out is None:
                         continue
-                # Record the changes and queue them at the successors (as `spread`,
-                # inlined: this is the hot loop of a chain).
+                # Record the changes and queue them at the successors: deliberately the
+                # body of `spread` inlined, as this is the hot loop of a chain (a call
+                # per location costs more than the work); keep the two in step.
                 succ = steps[lid]
                 loc = locs[lid]
                 for t, d in out:

@@ -122,6 +122,35 @@ class PathSummary(ABC):
         return self.less_equal(other) and not other.less_equal(self)
 
 
+class _ByValue(PathSummary):
+    """A summary equal to, hashed, shown and pickled as its constructor arguments
+    (`_args`).
+
+    >>> RoundUp(10) == RoundUp(10), repr(Chain((Add(1), RoundUp(5))))
+    (True, 'Chain((Add(1), RoundUp(5)))')
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _args(self) -> tuple[Any, ...]:
+        """The constructor arguments that make this summary."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._args() == other._args()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self._args()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(a) for a in self._args())})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._args())
+
+
 class Identity(PathSummary):
     """The summary that leaves every time unchanged; works for any time type.
 
@@ -318,7 +347,7 @@ def _ceil(t: int, g: int) -> int:
     return -((-t) // g) * g
 
 
-class RoundUp(PathSummary):
+class RoundUp(_ByValue):
     """For `int` times: the least multiple of `g` (≥ 1) that is ≥ `t`.
 
     The summary of ``advance_time(to=g)``: an update at `t` leaves at ``ceil_g(t)``, so
@@ -409,22 +438,11 @@ class RoundUp(PathSummary):
         """
         return (2, self.g)
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not RoundUp:
-            return NotImplemented
-        return self.g == other.g
-
-    def __hash__(self) -> int:
-        return hash((RoundUp, self.g))
-
-    def __repr__(self) -> str:
-        return f"RoundUp({self.g})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (RoundUp, (self.g,))
+    def _args(self) -> tuple[Any, ...]:
+        return (self.g,)
 
 
-class Chain(PathSummary):
+class Chain(_ByValue):
     """For `int` times: `steps` (`Add`/`RoundUp`) applied one after the other.
 
     The composite of summaries that no single kind expresses. Comparisons are exact
@@ -497,19 +515,8 @@ class Chain(PathSummary):
         """`(3, step keys...)`."""
         return (3, *(s.sort_key() for s in self.steps))
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Chain:
-            return NotImplemented
-        return self.steps == other.steps
-
-    def __hash__(self) -> int:
-        return hash((Chain, self.steps))
-
-    def __repr__(self) -> str:
-        return f"Chain({self.steps!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Chain, (self.steps,))
+    def _args(self) -> tuple[Any, ...]:
+        return (self.steps,)
 
 
 class ProductSummary(PathSummary):

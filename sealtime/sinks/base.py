@@ -50,7 +50,7 @@ class SinkBinding:
     """What a sink learns when it is attached to a collection."""
 
     dataflow: str  # the dataflow's name
-    data_dir: str  # the dataflow's data directory (absolute)
+    data_dir: str  # the dataflow's data directory (an absolute path, or a URI)
     store: Any  # the dataflow's `MetadataStore`
     collection: str  # the collection's name
     schema: T.StructType  # the collection's data columns (without ``_time``/``_diff``)

@@ -14,12 +14,12 @@ positions whose rows are all below it.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pyarrow as pa
 
 from ..storage import Shard
+from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
 from .base import CommitContext, ExactlyOnceSink
 
@@ -28,7 +28,7 @@ __all__ = ["Persist"]
 
 class Persist(ExactlyOnceSink[list]):
     """Write a collection to the shard ``<dataflow>.<name>`` in the dataflow's metadata
-    store (files under ``<data_dir>/shards``)."""
+    store (files under ``<data_dir>/shards``, on whatever filesystem the data dir is)."""
 
     def __init__(self, name: str) -> None:
         if not name or not isinstance(name, str):
@@ -50,7 +50,7 @@ class Persist(ExactlyOnceSink[list]):
                 b.store,
                 f"{b.dataflow}.{self.name}",
                 pa.schema([f.with_nullable(True) for f in schema]),
-                os.path.join(b.data_dir, "shards"),
+                DataFS.from_uri(b.data_dir).join("shards"),
                 lower=MIN_TIME,
                 exist_ok=True,
             )
@@ -66,7 +66,7 @@ class Persist(ExactlyOnceSink[list]):
             return []
         path = self._open().new_staging_path()
         columns = [*context.schema.fieldNames(), "_time", "_diff"]
-        delta.select(*columns).write.parquet(path)
+        delta.select(*columns).write.parquet(self._open().spark_uri(path))
         return [path]
 
     def publish(

@@ -14,13 +14,18 @@ end of file) reports it in `ReadBatch.event_frontier`.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 __all__ = [
+    "BrokerFailed",
+    "BrokerHealth",
+    "BrokerReader",
     "ClockedReader",
     "LinkedBatch",
     "LinkedReader",
@@ -186,3 +191,189 @@ class Source(ABC):
         Operators downstream may then skip the bookkeeping retractions need. Sources
         with explicit multiplicities override it."""
         return True
+
+
+class BrokerFailed(Exception):
+    """A permanent problem of a broker source (a missing stream, a key of another type,
+    an unusable configuration): its reader's health becomes ``failed: <message>``.
+
+    >>> def attempt():
+    ...     raise BrokerFailed("stream 'S' not found")
+    >>> h = BrokerHealth("B", retry_interval=1.0)
+    >>> h.setup(attempt, force=True), h.health()
+    (False, "failed: stream 'S' not found")
+    """
+
+
+class BrokerHealth:
+    """The connection state of a broker reader — status, retries with backoff, health
+    — shared by every broker source (`NatsJetStream`, `RedisStream`).
+
+    * ``"stalled"`` until the first `setup` succeeds, and after a connection error
+      (`stall`): reads return empty batches at the same position while `setup` is
+      retried — at most once per delay, which starts at `retry_interval` seconds and
+      doubles after each failed attempt up to `max_retry_interval` (a success resets it);
+    * ``"running"`` once set up (`running`);
+    * ``"failed: <reason>"`` after a permanent problem (`BrokerFailed`, `fail`): final;
+      `check` (and so `connect`) raises ``RuntimeError("<name>: <reason>")``.
+
+    `clock` (seconds, monotonic) is injectable for tests.
+
+    >>> now = [0.0]
+    >>> h = BrokerHealth("Broker('x')", retry_interval=1.0, max_retry_interval=4.0,
+    ...                  clock=lambda: now[0])
+    >>> def down():
+    ...     raise ConnectionError("refused")
+    >>> h.setup(down, force=True), h.health(), h.reason
+    (False, 'stalled', 'ConnectionError: refused')
+    >>> now[0] = 1.5; h.setup(down)  # due after 1 s: tried, fails; next delay 2 s
+    False
+    >>> now[0] = 3.0; h.setup(lambda: None)  # not due yet (1.5 + 2): not tried
+    False
+    >>> now[0] = 3.5; h.setup(lambda: None), h.health()
+    (True, 'running')
+    >>> h.fail("stream 'S' not found"); h.health()
+    "failed: stream 'S' not found"
+    >>> h.check()
+    Traceback (most recent call last):
+    ...
+    RuntimeError: Broker('x'): stream 'S' not found
+    """
+
+    def __init__(
+        self,
+        name: str,
+        retry_interval: float,
+        max_retry_interval: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.retry_interval = float(retry_interval)
+        self.max_retry_interval = float(
+            retry_interval
+            if max_retry_interval is None
+            else max(max_retry_interval, retry_interval)
+        )
+        self.clock = clock
+        #: ``"running"``, ``"stalled"`` or ``"failed"``; `reason` says why (not running)
+        self.status = "stalled"
+        self.reason = ""
+        #: is the connection set up (reads may go to the broker)?
+        self.ready = False
+        self._failures = 0
+        self._last_attempt = float("-inf")
+
+    def health(self) -> str:
+        """``"running"``, ``"stalled"`` or ``"failed: <reason>"`` (`SourceReader.health`)."""
+        return f"failed: {self.reason}" if self.failed else self.status
+
+    @property
+    def failed(self) -> bool:
+        """Has a permanent problem been found?"""
+        return self.status == "failed"
+
+    @property
+    def delay(self) -> float:
+        """Seconds between setup attempts now (the backoff)."""
+        if self._failures == 0:
+            return self.retry_interval
+        return min(self.retry_interval * 2 ** (self._failures - 1), self.max_retry_interval)
+
+    def check(self) -> None:
+        """Raise ``RuntimeError`` naming the source and the reason once failed."""
+        if self.failed:
+            raise RuntimeError(f"{self.name}: {self.reason}")
+
+    def running(self) -> None:
+        """The broker answered: running again (a failure stays)."""
+        if not self.failed:
+            self.status = "running"
+
+    def stall(self, why: BaseException | str, *, reconnect: bool = False) -> None:
+        """A transient problem (`why`): stalled (a failure stays). With `reconnect` the
+        connection must be set up again (`ready` becomes False)."""
+        if reconnect:
+            self.ready = False
+        if not self.failed:
+            self.status = "stalled"
+            self.reason = why if isinstance(why, str) else f"{type(why).__name__}: {why}"
+
+    def retry_now(self) -> None:
+        """Let the next `setup` run at once (e.g. a deleted group to recreate)."""
+        self._last_attempt = float("-inf")
+
+    def fail(self, reason: str) -> None:
+        """A permanent problem: failed with `reason`."""
+        self.ready = False
+        self.status = "failed"
+        self.reason = reason
+
+    def setup(
+        self,
+        attempt: Callable[[], None],
+        *,
+        force: bool = False,
+        transient: tuple[type[BaseException], ...] = (Exception,),
+    ) -> bool:
+        """Run `attempt` (connect and prepare reading) when a retry is due (or `force`):
+        success makes the reader ready and running; `BrokerFailed` fails it; an
+        exception of a `transient` type stalls it (the next attempt after `delay`).
+        Returns `ready`."""
+        if self.failed:
+            return False
+        now = self.clock()
+        if not force and now - self._last_attempt < self.delay:
+            return self.ready
+        self._last_attempt = now
+        try:
+            attempt()
+        except BrokerFailed as exc:
+            self.fail(str(exc))
+        except transient as exc:
+            self._failures += 1
+            self.stall(exc, reconnect=True)
+        else:
+            self._failures = 0
+            self.ready = True
+            self.status = "running"
+        return self.ready
+
+    def connect(
+        self,
+        attempt: Callable[[], None],
+        *,
+        reset: bool = False,
+        transient: tuple[type[BaseException], ...] = (Exception,),
+    ) -> bool:
+        """Before a read: raise when failed; set up when not ready (when due) or, with
+        `reset`, at once; True when the reader may read from the broker.
+
+        >>> h = BrokerHealth("B", retry_interval=1.0)
+        >>> h.connect(lambda: None), h.health()
+        (True, 'running')
+        """
+        self.check()
+        if not self.ready or reset:
+            self.setup(attempt, force=self.ready, transient=transient)
+            self.check()
+        return self.ready
+
+
+class BrokerReader(SourceReader):
+    """A reader of a message broker: its `health` is its `BrokerHealth` (`link`).
+
+    >>> class Quiet(BrokerReader):
+    ...     def __init__(self):
+    ...         self.link = BrokerHealth("Quiet()", retry_interval=1.0)
+    ...     def read(self, max_rows=None):
+    ...         return ReadBatch(pa.table({"x": pa.array([], pa.int64())}), position=0)
+    >>> Quiet().health()
+    'stalled'
+    """
+
+    link: BrokerHealth
+
+    def health(self) -> str:
+        """``"running"``, ``"stalled"`` (unreachable, retrying) or ``"failed: …"``."""
+        return self.link.health()

@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -60,10 +61,12 @@ from sealtime.sources.base import ReadBatch, Source, SourceReader
 __all__ = [
     "CHANNELS",
     "DEFAULT_START",
+    "EventStream",
     "FIRST_AUCTION_ID",
     "FIRST_PERSON_ID",
     "Generator",
     "GeneratorReader",
+    "check_int",
     "parse_duration",
     "parse_time_ms",
 ]
@@ -252,12 +255,62 @@ def _wall_clock_ms() -> int:
 # --------------------------------------------------------------------------- source
 
 
-def check_int(name: str, value: Any, minimum: int, fix: str) -> int:
+def check_int(name: str, value: Any, minimum: int, fix: str, owner: str = "Generator") -> int:
+    """`value` as an int ≥ `minimum`, else a ValueError naming ``owner(name=value)``.
+
+    >>> check_int("rate", 5, 1, "e.g. 10")
+    5
+    >>> check_int("rate", 0, 1, "e.g. 10", owner="Nexmark")
+    Traceback (most recent call last):
+    ...
+    ValueError: Nexmark(rate=0): must be >= 1; e.g. 10
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"Generator({name}={value!r}): must be an integer; {fix}")
+        raise ValueError(f"{owner}({name}={value!r}): must be an integer; {fix}")
     if value < minimum:
-        raise ValueError(f"Generator({name}={value!r}): must be >= {minimum}; {fix}")
+        raise ValueError(f"{owner}({name}={value!r}): must be >= {minimum}; {fix}")
     return int(value)
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """The settings every generated event stream has (`Generator`, `Nexmark`), checked:
+    `seed` (0 ≤ seed < 2**64), `limit` (events; None = unbounded), `rate` (events per
+    second of event time), `start_ms` (event time of event 0), `max_per_read`.
+
+    >>> EventStream.check("Nexmark", seed=1, limit=None, rate=10, start=0, max_per_read=5)
+    EventStream(seed=1, limit=None, rate=10, start_ms=0, max_per_read=5)
+    """
+
+    seed: int
+    limit: int | None
+    rate: int
+    start_ms: int
+    max_per_read: int
+
+    @classmethod
+    def check(
+        cls, owner: str, *, seed: Any, limit: Any, rate: Any, start: Any, max_per_read: Any
+    ) -> EventStream:
+        """Check the settings given to `owner` (named in the errors)."""
+        checked = check_int("seed", seed, 0, "pass a seed between 0 and 2**64 - 1", owner)
+        if checked > MASK64:
+            raise ValueError(f"{owner}(seed={seed!r}): must be < 2**64; pass a smaller seed")
+        return cls(
+            seed=checked,
+            limit=None
+            if limit is None
+            else check_int(
+                "limit", limit, 0, "pass a number of events, or None for unbounded", owner
+            ),
+            rate=check_int(
+                "rate", rate, 1, "pass events per second of event time, e.g. rate=10_000", owner
+            ),
+            start_ms=parse_time_ms(start, name="start"),
+            max_per_read=check_int(
+                "max_per_read", max_per_read, 1, "pass the most rows one read may return", owner
+            ),
+        )
 
 
 class Generator(Source):
@@ -321,21 +374,16 @@ class Generator(Source):
         pace: bool = False,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        self.seed = check_int("seed", seed, 0, "pass a seed between 0 and 2**64 - 1")
-        if self.seed > MASK64:
-            raise ValueError(f"Generator(seed={seed!r}): must be < 2**64; pass a smaller seed")
-        self.limit = (
-            None
-            if limit is None
-            else check_int("limit", limit, 0, "pass a number of events, or None for unbounded")
+        common = EventStream.check(
+            "Generator",
+            seed=seed,
+            limit=limit,
+            rate=rate,
+            start=start,
+            max_per_read=max_per_read,
         )
-        self.rate = check_int(
-            "rate", rate, 1, "pass events per second of event time, e.g. rate=10_000"
-        )
-        self.start_ms = parse_time_ms(start, name="start")
-        self.max_per_read = check_int(
-            "max_per_read", max_per_read, 1, "pass the most rows one read may return"
-        )
+        self.seed, self.limit, self.rate = common.seed, common.limit, common.rate
+        self.start_ms, self.max_per_read = common.start_ms, common.max_per_read
         self.out_of_order_ms = parse_duration(out_of_order, name="out_of_order")
         if (
             isinstance(late_fraction, bool)

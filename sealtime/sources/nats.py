@@ -57,13 +57,12 @@ import contextlib
 import json
 import re
 import threading
-import time
 from array import array
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .base import ReadBatch, Source, SourceReader
+from .base import BrokerFailed, BrokerHealth, BrokerReader, ReadBatch, Source
 from .decode import decode_json_messages, empty_table
 from .rows import to_arrow_schema
 
@@ -111,7 +110,9 @@ class NatsJetStream(Source):
     * `fetch_batch`: messages per pull request; `fetch_timeout`: seconds one pull waits
       when nothing is available (bounds how long an idle `read` blocks).
     * `max_per_read`: most messages one `read` returns.
-    * `connect_timeout`, `retry_interval`: seconds; reconnect attempts while stalled.
+    * `connect_timeout`: seconds; `retry_interval`, `max_retry_interval`: seconds
+      between setup attempts while stalled (doubling from the first to the second;
+      `sealtime.sources.base.BrokerHealth`).
     * `ack_wait`: the consumer's ack wait (seconds); read-but-unacknowledged messages
       are redelivered after it and skipped by the reader, so keep it above the time
       between a read and its acknowledgement.
@@ -136,6 +137,7 @@ class NatsJetStream(Source):
         max_per_read: int = 100_000,
         connect_timeout: float = 2.0,
         retry_interval: float = 1.0,
+        max_retry_interval: float = 30.0,
         ack_wait: float = 600.0,
     ) -> None:
         if format.lower() not in ("jsonl", "json"):
@@ -167,6 +169,7 @@ class NatsJetStream(Source):
         self.max_per_read = int(max_per_read)
         self.connect_timeout = float(connect_timeout)
         self.retry_interval = float(retry_interval)
+        self.max_retry_interval = float(max_retry_interval)
         self.ack_wait = float(ack_wait)
 
     def __repr__(self) -> str:
@@ -222,7 +225,7 @@ class _CatchUp:
     done: bool = False
 
 
-class NatsJetStreamReader(SourceReader):
+class NatsJetStreamReader(BrokerReader):
     """An open `NatsJetStream`; `position` is the last stream sequence read."""
 
     def __init__(self, source: NatsJetStream, position: int, acknowledged: int) -> None:
@@ -242,8 +245,7 @@ class NatsJetStreamReader(SourceReader):
         self._catchup: _CatchUp | None = None
         self._consumer = source.durable  # the consumer pulled from now
         self._expected_cseq: int | None = None
-        self._status = "stalled"
-        self._reason = ""
+        self.link = BrokerHealth(repr(source), source.retry_interval, source.max_retry_interval)
         self._nc: Any = None
         self._js: Any = None
         self._sub: Any = None  # our inbox for pulled messages
@@ -253,12 +255,10 @@ class NatsJetStreamReader(SourceReader):
         self._pull_done: asyncio.Event | None = None
         self._pull_status = ""  # the status that ended the last pull ("" = none came)
         self._consumer_gone = ""
-        self._ready = False
         self._need_reset = False
-        self._last_attempt = float("-inf")
         self._closed = False
         self._io = _LoopThread(f"sealtime-nats-{source.stream}")
-        self._try_setup(force=True)
+        self.link.setup(self._setup_sync, force=True)
 
     # ------------------------------------------------------------------ API
 
@@ -272,24 +272,13 @@ class NatsJetStreamReader(SourceReader):
         """True while the reader re-reads what the durable delivered before a restart."""
         return self._catchup is not None
 
-    def health(self) -> str:
-        """``"running"``, ``"stalled"`` (unreachable, reconnecting) or ``"failed: …"``."""
-        if self._status == "failed":
-            return f"failed: {self._reason}"
-        return self._status
-
     def read(self, max_rows: int | None = None) -> ReadBatch:
         """The next messages (at most `max_rows`), decoded; position = last sequence read."""
         src = self.source
-        if self._status == "failed":
-            raise RuntimeError(f"{src!r}: {self._reason}")
+        self.link.check()
         want = src.max_per_read if max_rows is None else min(max_rows, src.max_per_read)
-        if not self._ready or self._need_reset:
-            self._try_setup(force=self._ready)
-            if not self._ready:
-                if self._status == "failed":
-                    raise RuntimeError(f"{src!r}: {self._reason}")
-                return self._batch([])
+        if not self.link.connect(self._setup_sync, reset=self._need_reset):
+            return self._batch([])
         if want <= 0:
             return self._batch([])
         timeout = src.fetch_timeout * (2 + want // src.fetch_batch) + 10
@@ -299,9 +288,8 @@ class NatsJetStreamReader(SourceReader):
             else:
                 msgs = self._io.run(self._fetch(want), timeout)
         except Exception as exc:
-            self._stall(exc)
-            if self._nc is not None and self._nc.is_connected:
-                self._ready = False  # e.g. the consumer was deleted: set up again
+            # Connected but failing (e.g. the consumer was deleted): set up again.
+            self.link.stall(exc, reconnect=self._connected())
             return self._batch([])
         payloads = self._accept(msgs)
         if self._catchup is not None and self._catchup.done and not self._need_reset:
@@ -313,10 +301,9 @@ class NatsJetStreamReader(SourceReader):
                 if more > 0:
                     payloads += self._accept(self._io.run(self._fetch(more), timeout))
             except Exception as exc:
-                self._stall(exc)
-                self._ready = False
-        if self._nc is not None and self._nc.is_connected:
-            self._status = "running"
+                self.link.stall(exc, reconnect=True)
+        if self._connected():
+            self.link.running()
         if self.acked > self._sent:
             self._flush_acks()  # e.g. the resumption position, once caught up on it
         return self._batch(payloads)
@@ -363,14 +350,8 @@ class NatsJetStreamReader(SourceReader):
         data, errors, _ = decode_json_messages(payloads, src.schema, where=f"{src.stream}:")
         return ReadBatch(data, position=self.last, errors=errors)
 
-    def _stall(self, exc: BaseException) -> None:
-        if self._status != "failed":
-            self._status = "stalled"
-            self._reason = f"{type(exc).__name__}: {exc}"
-
-    def _fail(self, reason: str) -> None:
-        self._status = "failed"
-        self._reason = reason
+    def _connected(self) -> bool:
+        return self._nc is not None and self._nc.is_connected
 
     def _flush_acks(self) -> None:
         """Send one AckAll for the newest handle at or below `acked` (if it is new)."""
@@ -383,7 +364,7 @@ class NatsJetStreamReader(SourceReader):
         try:
             self._io.run(self._nc.request(subject, b"+ACK", timeout=wait), wait + 10)
         except Exception as exc:
-            self._stall(exc)
+            self.link.stall(exc)
             return
         del self._hs[:k]
         del self._hd[:k]
@@ -435,21 +416,10 @@ class NatsJetStreamReader(SourceReader):
                     self.last = sseq
         return payloads
 
-    def _try_setup(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_attempt < self.source.retry_interval:
-            return
-        self._last_attempt = now
-        try:
-            self._io.run(self._setup(), self.source.connect_timeout * 3 + 10)
-            self._ready = True
-            self._need_reset = False
-            self._status = "running"
-        except _Failed as exc:
-            self._fail(str(exc))
-        except Exception as exc:
-            self._ready = False
-            self._stall(exc)
+    def _setup_sync(self) -> None:
+        """One setup attempt (`BrokerHealth.setup` paces and classifies them)."""
+        self._io.run(self._setup(), self.source.connect_timeout * 3 + 10)
+        self._need_reset = False
 
     async def _connect(self) -> None:
         import nats
@@ -458,17 +428,19 @@ class NatsJetStreamReader(SourceReader):
             return
         src = self.source
 
+        link = self.link
+
         async def disconnected() -> None:
-            if self._status == "running":
-                self._status = "stalled"
-                self._reason = "disconnected; reconnecting"
+            if link.status == "running":
+                link.stall("disconnected; reconnecting")
 
         async def reconnected() -> None:
-            if self._status == "stalled":
-                self._status = "running"
+            if link.status == "stalled":
+                link.running()
 
         async def error(exc: Exception) -> None:
-            self._reason = f"{type(exc).__name__}: {exc}"
+            if not link.failed:
+                link.reason = f"{type(exc).__name__}: {exc}"
 
         servers = [s.strip() for s in src.url.split(",") if s.strip()]
         self._nc = await asyncio.wait_for(
@@ -497,12 +469,12 @@ class NatsJetStreamReader(SourceReader):
         try:
             info = await self._js.stream_info(src.stream)
         except NotFoundError:
-            raise _Failed(
+            raise BrokerFailed(
                 f"stream {src.stream!r} not found on {src.url}; create it first, e.g. "
                 f"`nats stream add {src.stream} --subjects '{src.subject}'`"
             ) from None
         if info.config.retention == RetentionPolicy.WORK_QUEUE:
-            raise _Failed(
+            raise BrokerFailed(
                 f"stream {src.stream!r} uses work-queue retention, which needs one ack per "
                 "message and one consumer per subject; use limits or interest retention"
             )
@@ -583,7 +555,7 @@ class NatsJetStreamReader(SourceReader):
                 ),
             )
         except BadRequestError as exc:
-            raise _Failed(f"cannot create consumer {src.durable!r}: {exc}") from None
+            raise BrokerFailed(f"cannot create consumer {src.durable!r}: {exc}") from None
 
     async def _new_inbox(self) -> None:
         """Pulled messages arrive on a fresh inbox, so stale deliveries of an earlier
@@ -739,7 +711,3 @@ def _sequences(reply: str) -> tuple[int, int]:
     else:
         raise ValueError(f"not a JetStream ack subject: {reply!r}")
     return int(tokens[base + 3]), int(tokens[base + 4])
-
-
-class _Failed(Exception):
-    """A permanent problem (missing stream, unusable configuration)."""

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .base import ReadBatch, Source, SourceReader
+from .base import BrokerFailed, BrokerHealth, BrokerReader, ReadBatch, Source
 from .decode import cast_strings, decode_json_messages, empty_table, errors_table
 from .rows import to_arrow_schema
 
@@ -79,7 +78,9 @@ class RedisStream(Source):
     * `id_column`: when set, a string column of that name holds each entry's ID.
     * `count`: entries per XREADGROUP/XRANGE call; `max_per_read`: most per `read`.
     * `block_ms`: when set, an idle read blocks up to that long in XREADGROUP.
-    * `socket_timeout`: seconds; `retry_interval`: seconds between reconnect attempts.
+    * `socket_timeout`: seconds; `retry_interval`, `max_retry_interval`: seconds
+      between reconnect attempts while stalled (doubling from the first to the second;
+      `sealtime.sources.base.BrokerHealth`).
 
     >>> RedisStream("k", schema={"a": "long"}, format="xml")
     Traceback (most recent call last):
@@ -103,6 +104,7 @@ class RedisStream(Source):
         block_ms: int | None = None,
         socket_timeout: float = 5.0,
         retry_interval: float = 1.0,
+        max_retry_interval: float = 30.0,
     ) -> None:
         fmt = format.lower()
         if fmt == "json":
@@ -139,6 +141,7 @@ class RedisStream(Source):
         self.block_ms = block_ms
         self.socket_timeout = float(socket_timeout)
         self.retry_interval = float(retry_interval)
+        self.max_retry_interval = float(max_retry_interval)
 
     def __repr__(self) -> str:
         return f"RedisStream({self.key!r}, url={self.url!r}, group={self.group!r})"
@@ -162,7 +165,7 @@ class RedisStream(Source):
         return RedisStreamReader(self, _id_text(position))
 
 
-class RedisStreamReader(SourceReader):
+class RedisStreamReader(BrokerReader):
     """An open `RedisStream`; `position` is the ID of the last entry read."""
 
     def __init__(self, source: RedisStream, position: str) -> None:
@@ -172,16 +175,13 @@ class RedisStreamReader(SourceReader):
         self.last = position
         self.acked = position
         self._replay_until: str | None = None
-        self._ready = False
-        self._status = "stalled"
-        self._reason = ""
-        self._last_attempt = float("-inf")
+        self.link = BrokerHealth(repr(source), source.retry_interval, source.max_retry_interval)
         self.client = redis.Redis.from_url(
             source.url,
             socket_timeout=source.socket_timeout,
             socket_connect_timeout=source.socket_timeout,
         )
-        self._try_setup(force=True)
+        self.link.setup(self._setup_checked, force=True, transient=_transient())
 
     # ------------------------------------------------------------------ API
 
@@ -190,25 +190,13 @@ class RedisStreamReader(SourceReader):
         """The ID of the last entry read."""
         return self.last
 
-    def health(self) -> str:
-        """``"running"``, ``"stalled"`` (unreachable) or ``"failed: …"``."""
-        if self._status == "failed":
-            return f"failed: {self._reason}"
-        return self._status
-
     def read(self, max_rows: int | None = None) -> ReadBatch:
         """The next entries (at most `max_rows`): replayed ones first, then new ones."""
         import redis
 
         src = self.source
-        if self._status == "failed":
-            raise RuntimeError(f"{src!r}: {self._reason}")
-        if not self._ready:
-            self._try_setup()
-            if not self._ready:
-                if self._status == "failed":
-                    raise RuntimeError(f"{src!r}: {self._reason}")
-                return self._batch([])
+        if not self.link.connect(self._setup_checked, transient=_transient()):
+            return self._batch([])
         want = src.max_per_read if max_rows is None else min(max_rows, src.max_per_read)
         entries: list[tuple[bytes, dict[bytes, bytes]]] = []
         try:
@@ -221,11 +209,11 @@ class RedisStreamReader(SourceReader):
                     self.last = _id_text(got[-1][0])
                 if len(got) < n and not replaying:
                     break
-            self._status = "running"
+            self.link.running()
         except redis.ResponseError as exc:
             self._on_response_error(exc)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            self._stall(exc)
+        except _transient() as exc:
+            self.link.stall(exc, reconnect=True)
         return self._batch(entries)
 
     def acknowledge(self, position: Any) -> None:
@@ -247,8 +235,8 @@ class RedisStreamReader(SourceReader):
                     self.client.xack(src.key, src.group, *ids)
                 if len(ids) < _ACK_CHUNK:
                     break
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            self._stall(exc)
+        except _transient() as exc:
+            self.link.stall(exc, reconnect=True)
             return  # retried by the next acknowledge
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
@@ -276,21 +264,17 @@ class RedisStreamReader(SourceReader):
         _, got = res[0]
         return [(i, f) for i, f in got if f is not None]
 
-    def _try_setup(self, force: bool = False) -> None:
+    def _setup_checked(self) -> None:
+        """One setup attempt (`BrokerHealth.setup` paces and classifies them): a
+        response error other than a missing group is permanent."""
         import redis
 
-        now = time.monotonic()
-        if not force and now - self._last_attempt < self.source.retry_interval:
-            return
-        self._last_attempt = now
         try:
             self._setup()
-            self._ready = True
-            self._status = "running"
         except redis.ResponseError as exc:
-            self._on_response_error(exc)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            self._stall(exc)
+            if "NOGROUP" in str(exc):
+                raise ConnectionError(str(exc)) from exc
+            raise BrokerFailed(self._failure(exc)) from None
 
     def _setup(self) -> None:
         src = self.source
@@ -313,18 +297,13 @@ class RedisStreamReader(SourceReader):
     def _on_response_error(self, exc: Exception) -> None:
         text = str(exc)
         if "NOGROUP" in text:  # the group was deleted: recreate it where we are
-            self._ready = False
-            self._status = "stalled"
-            self._reason = text
-            self._last_attempt = float("-inf")
+            self.link.stall(text, reconnect=True)
+            self.link.retry_now()
         else:
-            self._status = "failed"
-            self._reason = f"{text}; check that key {self.source.key!r} is a stream"
+            self.link.fail(self._failure(exc))
 
-    def _stall(self, exc: BaseException) -> None:
-        self._ready = False
-        self._status = "stalled"
-        self._reason = f"{type(exc).__name__}: {exc}"
+    def _failure(self, exc: Exception) -> str:
+        return f"{exc}; check that key {self.source.key!r} is a stream"
 
     def _batch(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> ReadBatch:
         src = self.source
@@ -359,6 +338,13 @@ class RedisStreamReader(SourceReader):
         if src.id_column is not None:
             data = data.append_column(src.id_column, pa.array(list(kept_ids), pa.string()))
         return ReadBatch(data, position=self.last, errors=errors)
+
+
+def _transient() -> tuple[type[BaseException], ...]:
+    """The connection errors after which a reader retries (redis is imported lazily)."""
+    import redis
+
+    return (redis.ConnectionError, redis.TimeoutError, ConnectionError)
 
 
 def _text_array(values: list[bytes | None]) -> pa.Array:

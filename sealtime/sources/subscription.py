@@ -29,8 +29,6 @@ from .base import ReadBatch, Source, SourceReader
 
 __all__ = ["Subscription"]
 
-_MIN_TIME = MIN_TIME
-
 
 class Subscription(Source):
     """Another dataflow's publication `name` as a source (see the module docstring).
@@ -155,7 +153,7 @@ class _SubscriptionReader(SourceReader):
             if isinstance(event, Snapshot):
                 as_of = event.as_of.elements()
                 if event.table.num_rows:
-                    t = as_of[0] - 1 if as_of else _MIN_TIME
+                    t = as_of[0] - 1 if as_of else MIN_TIME
                     tables.append(self._stamp(event.table, t))
             elif isinstance(event, Epoch):
                 tables.append(self._stamp(event.table, int(event.time)))

@@ -10,17 +10,16 @@ that neither the live state nor the latest checkpoint refer to.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-
 from pyspark.sql import DataFrame, SparkSession
+
+from ..storage.fs import DataFS
 
 __all__ = ["SpillStore"]
 
 
 class SpillStore:
-    """Spilled frames under `directory` (see the module docstring).
+    """Spilled frames under `directory`, a local path or a URI (see the module
+    docstring). Paths are locations (`DataFS.join`); Spark is given their URIs.
 
     >>> SpillStore(None, "/tmp/x").path("buffer", 7)
     '/tmp/x/buffer/g00000007'
@@ -29,24 +28,31 @@ class SpillStore:
     def __init__(self, spark: SparkSession | None, directory: str) -> None:
         self.spark = spark
         self.directory = directory
+        self.fs = DataFS.from_uri(directory, setting="spill directory")
         self.live: dict[str, str] = {}  # name -> path of its current generation
         self.pinned: set[str] = set()  # paths the latest checkpoint refers to
 
     def path(self, name: str, generation: int) -> str:
-        return os.path.join(self.directory, name, f"g{generation:08d}")
+        """The location of generation `generation` of `name`."""
+        return self.fs.join(name, f"g{generation:08d}")
 
     def write(self, df: DataFrame, name: str, generation: int) -> DataFrame:
         """Write `df` as generation `generation` of `name` (one Spark job) and return a
         lazy frame over the files."""
         assert self.spark is not None
         path = self.path(name, generation)
-        df.write.mode("overwrite").parquet(path)
+        df.write.mode("overwrite").parquet(self._spark_uri(path))
         self.live[name] = path
         return self.read(path, df.schema)
 
     def read(self, path: str, schema) -> DataFrame:
+        """A lazy frame over the spilled files at `path` (a location from `path`)."""
         assert self.spark is not None
-        return self.spark.read.schema(schema).parquet(path)
+        return self.spark.read.schema(schema).parquet(self._spark_uri(path))
+
+    def _spark_uri(self, path: str) -> str:
+        rel = self.fs.rel(path)
+        return path if rel is None else self.fs.spark_uri(rel)
 
     def drop(self, name: str) -> None:
         """`name` holds nothing any more (its files go at the next collection)."""
@@ -57,19 +63,16 @@ class SpillStore:
         self.pinned = set(self.live.values())
 
     def collect_garbage(self) -> None:
-        keep = set(self.live.values()) | self.pinned
-        if not os.path.isdir(self.directory):
-            return
-        for name in os.listdir(self.directory):
-            folder = os.path.join(self.directory, name)
-            for generation in os.listdir(folder):
-                path = os.path.join(folder, generation)
-                if path not in keep:
-                    with contextlib.suppress(FileNotFoundError):
-                        shutil.rmtree(path)
+        """Delete the generations neither the live state nor the checkpoint refers to."""
+        keep = {self.fs.rel(p) for p in set(self.live.values()) | self.pinned}
+        for name in self.fs.names():
+            for generation in self.fs.names(name):
+                rel = f"{name}/{generation}"
+                if rel not in keep:
+                    self.fs.delete_dir(rel)
 
     def remove_all(self) -> None:
         """Forget everything (a restart without a checkpoint)."""
         self.live.clear()
         self.pinned.clear()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.fs.delete_dir()

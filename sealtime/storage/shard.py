@@ -38,7 +38,6 @@ import collections
 import contextlib
 import json
 import os
-import posixpath
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -48,11 +47,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sealtime.errors import ReadBelowSinceError, StorageError
-from sealtime.storage.durable import fsync_paths
+from sealtime.storage.fs import DataFS
 from sealtime.storage.metadata import MetadataStore, Transaction
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -276,68 +274,6 @@ def consolidate(table: pa.Table, as_of: int | None = None) -> pa.Table:
 
 
 # --------------------------------------------------------------------- location
-class _Location:
-    """Where a shard's files live: a local directory or a pyarrow-reachable URI."""
-
-    def __init__(self, root: str | os.PathLike[str], name: str) -> None:
-        text = os.fspath(root)
-        if text.startswith("file://"):
-            text = text[len("file://") :]
-        dirname = _dir_name(name)
-        if "://" in text:
-            fs, base = pafs.FileSystem.from_uri(text)
-            self.local = False
-            self.uri_base = text.rstrip("/") + "/" + dirname
-            self.fs_base = base.rstrip("/") + "/" + dirname
-        else:
-            fs = pafs.LocalFileSystem()
-            self.local = True
-            self.uri_base = os.path.join(os.path.abspath(text), dirname)
-            self.fs_base = self.uri_base
-        self.fs: pafs.FileSystem = fs
-
-    def uri(self, rel: str) -> str:
-        return self.uri_base + "/" + rel if not self.local else os.path.join(self.uri_base, rel)
-
-    def fs_path(self, rel: str) -> str:
-        return self.fs_base + "/" + rel if not self.local else os.path.join(self.fs_base, rel)
-
-    def rel(self, path: str | os.PathLike[str]) -> str | None:
-        """The path of `path` relative to the shard directory, or None if outside it."""
-        text = os.fspath(path)
-        if text.startswith("file://"):
-            text = text[len("file://") :]
-        if self.local:
-            text = os.path.abspath(text)
-            base = self.uri_base + os.sep
-            if text.startswith(base):
-                return text[len(base) :].replace(os.sep, "/")
-            return None
-        for base in (self.uri_base + "/", self.fs_base + "/"):
-            if text.startswith(base):
-                return posixpath.normpath(text[len(base) :])
-        return None
-
-    def fsync(self, rels: Sequence[str]) -> None:
-        """Flush files (and their directories) to stable storage on a local filesystem."""
-        if not self.local:
-            return
-        fsync_paths([self.fs_path(rel) for rel in rels])
-
-    def delete(self, rels: Sequence[str]) -> int:
-        n = 0
-        for rel in rels:
-            try:
-                self.fs.delete_file(self.fs_path(rel))
-                n += 1
-            except FileNotFoundError:
-                pass
-            except OSError as exc:  # pragma: no cover - depends on the filesystem
-                if "not found" not in str(exc).lower() and "no such" not in str(exc).lower():
-                    raise
-        return n
-
-
 def _dir_name(name: str) -> str:
     """A filesystem-, URI- and Spark-glob-safe directory name for a shard name (injective).
 
@@ -416,7 +352,7 @@ class Shard:
         self.root = os.fspath(root)
         self.lower = lower
         self.fsync = fsync
-        self._loc = _Location(root, name)
+        self._loc = DataFS.from_uri(root, setting="shard root").child(_dir_name(name))
 
     # ------------------------------------------------------------- lifecycle
     @classmethod
@@ -466,7 +402,7 @@ class Shard:
                 f"shard {name!r} already exists — open it with Shard.open or pass exist_ok=True"
             )
         shard = cls(store, name, user, root, lower, fsync=fsync)
-        shard._loc.fs.create_dir(shard._loc.fs_base, recursive=True)
+        shard._loc.create_dir()
         return shard
 
     @classmethod
@@ -488,7 +424,7 @@ class Shard:
                 "create it with Shard.create"
             )
         shard = cls(store, name, _schema_from_text(rows[0][0]), root, int(rows[0][1]), fsync=fsync)
-        shard._loc.fs.create_dir(shard._loc.fs_base, recursive=True)
+        shard._loc.create_dir()
         return shard
 
     @staticmethod
@@ -503,7 +439,7 @@ class Shard:
     @property
     def directory(self) -> str:
         """The shard's directory (local path or URI) holding its Parquet files."""
-        return self._loc.uri_base
+        return self._loc.location
 
     @property
     def upper(self) -> int | None:
@@ -551,7 +487,7 @@ class Shard:
             seq=int(r[0]),
             lower=int(r[1]),
             upper=r[2],
-            files=tuple(self._loc.uri(f) for f in json.loads(r[3])),
+            files=tuple(self._loc.join(f) for f in json.loads(r[3])),
             row_count=int(r[4]),
             compacted_to=r[5],
         )
@@ -563,7 +499,7 @@ class Shard:
         Write Parquet there (``df.write.parquet(path)``) and pass ``[path]`` to
         `compare_and_append`; if the append never happens, `collect_garbage` removes it.
         """
-        return self._loc.uri(f"s-{uuid.uuid4().hex}")
+        return self._loc.join(f"s-{uuid.uuid4().hex}")
 
     def compare_and_append(
         self,
@@ -632,7 +568,7 @@ class Shard:
                     )
         if mismatch is not None:
             if prepared.owned:
-                self._loc.delete(prepared.files)
+                self._loc.delete_files(prepared.files)
             return AppendResult(False, mismatch[0], expected_upper, shard=self.name)
         return AppendResult(True, new_upper, expected_upper, shard=self.name)
 
@@ -688,9 +624,9 @@ class Shard:
             if table.num_rows == 0:
                 return _Prepared([], 0, owned=True)
             rel = f"b-{uuid.uuid4().hex}.parquet"
-            pq.write_table(table, self._loc.fs_path(rel), filesystem=self._loc.fs)
+            pq.write_table(table, self._loc.path(rel), filesystem=self._loc.fs)
             if self.fsync:
-                self._loc.fsync([rel])
+                self._loc.sync([rel])
             return _Prepared([rel], table.num_rows, owned=True)
         if isinstance(batch, (str, os.PathLike)):
             raise InvalidBatchError(
@@ -700,7 +636,7 @@ class Shard:
         total = 0
         kept = []
         for rel in files:
-            path = self._loc.fs_path(rel)
+            path = self._loc.path(rel)
             try:
                 pf = pq.ParquetFile(path, filesystem=self._loc.fs)
             except (OSError, pa.ArrowInvalid) as exc:
@@ -714,7 +650,7 @@ class Shard:
             total += n
             kept.append(rel)
         if kept and self.fsync:
-            self._loc.fsync(kept)
+            self._loc.sync(kept)
         return _Prepared(kept, total, owned=False)
 
     def _expand(self, paths: Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -726,20 +662,19 @@ class Shard:
                     f"shard {self.name!r}: {os.fspath(p)!r} is outside the shard directory "
                     f"{self.directory!r} — write files under shard.new_staging_path()"
                 )
-            info = self._loc.fs.get_file_info(self._loc.fs_path(rel))
-            if info.type == pafs.FileType.NotFound:
+            if not self._loc.exists(rel):
                 raise InvalidBatchError(f"shard {self.name!r}: {os.fspath(p)!r} does not exist")
-            if info.type == pafs.FileType.Directory:
-                entries = self._loc.fs.get_file_info(pafs.FileSelector(info.path))
-                for e in sorted(entries, key=lambda e: e.base_name):
-                    if e.base_name.startswith(("_", ".")):
+            if self._loc.is_dir(rel):
+                for e in self._loc.list(rel):
+                    if e.name.startswith(("_", ".")):
                         continue  # _SUCCESS, _temporary, .crc side files
-                    if e.type == pafs.FileType.Directory:
+                    if e.is_dir:
                         raise InvalidBatchError(
-                            f"shard {self.name!r}: {e.path!r} is a subdirectory — partitioned "
-                            "writes (partitionBy) are not supported; write plain Parquet files"
+                            f"shard {self.name!r}: {self._loc.join(e.rel)!r} is a subdirectory "
+                            "— partitioned writes (partitionBy) are not supported; write plain "
+                            "Parquet files"
                         )
-                    out.append(rel + "/" + e.base_name)
+                    out.append(e.rel)
             else:
                 out.append(rel)
         return out
@@ -822,7 +757,7 @@ class Shard:
                 "ORDER BY lower, seq",
                 (self.name, as_of),
             )
-        return [self._loc.uri(f) for r in rows for f in json.loads(r[0])]
+        return [self._loc.join(f) for r in rows for f in json.loads(r[0])]
 
     def _check_as_of(self, st: ShardState, as_of: int) -> None:
         if st.since is None or as_of < st.since:
@@ -862,7 +797,26 @@ class Shard:
     def _spark_read(self, spark: SparkSession, files: Sequence[str]) -> DataFrame:
         if not files:
             return spark.createDataFrame([], self.spark_schema)
-        return spark.read.schema(self.spark_schema).parquet(*files)
+        return spark.read.schema(self.spark_schema).parquet(*(self.spark_uri(f) for f in files))
+
+    def spark_uri(self, path: str | os.PathLike[str]) -> str:
+        """The URI Spark should use for a location inside the shard (a batch file, a
+        `new_staging_path`): fully qualified, e.g. ``file:///...`` for a local path.
+
+        >>> import tempfile
+        >>> from sealtime.storage import MetadataStore
+        >>> d = tempfile.mkdtemp()
+        >>> s = Shard.create(MetadataStore.open(d), "s", pa.schema([("x", pa.int64())]), d)
+        >>> s.spark_uri(s.directory + "/b.parquet") == "file://" + d + "/s/b.parquet"
+        True
+        """
+        rel = self._loc.rel(path)
+        if rel is None:
+            raise InvalidBatchError(
+                f"shard {self.name!r}: {os.fspath(path)!r} is outside the shard directory "
+                f"{self.directory!r}"
+            )
+        return self._loc.spark_uri(rel)
 
     def read_files(self, uris: Sequence[str], filter: Any = None) -> pa.Table:
         """The rows of the shard's data files `uris` (e.g. a batch's ``files``) in the
@@ -874,7 +828,7 @@ class Shard:
         if not rels:
             return self.full_schema.empty_table()
         dataset = pads.dataset(
-            [self._loc.fs_path(r) for r in rels],
+            [self._loc.path(r) for r in rels],
             schema=self.full_schema,
             format="parquet",
             filesystem=self._loc.fs,
@@ -999,9 +953,9 @@ class Shard:
             rows_out = merged.num_rows
             if rows_out:
                 rel = f"c-{uuid.uuid4().hex}.parquet"
-                pq.write_table(merged, self._loc.fs_path(rel), filesystem=self._loc.fs)
+                pq.write_table(merged, self._loc.path(rel), filesystem=self._loc.fs)
                 if self.fsync:
-                    self._loc.fsync([rel])
+                    self._loc.sync([rel])
                 new_files = [rel]
         seqs = [int(r[0]) for r, _ in cands]
         lo = min(int(r[1]) for r, _ in cands)
@@ -1056,7 +1010,7 @@ class Shard:
                     won = True
         finally:
             if not won:
-                self._loc.delete(new_files)
+                self._loc.delete_files(new_files)
         if not won:
             return None
         self._collect_retired(grace_seconds)
@@ -1071,7 +1025,7 @@ class Shard:
         paths = [r[0] for r in rows]
         if not paths:
             return 0
-        deleted = self._loc.delete(paths)
+        deleted = self._loc.delete_files(paths)
         with self.store.transaction() as tx:
             for p in paths:
                 tx.execute(
@@ -1091,21 +1045,10 @@ class Shard:
         """
         deleted = self._collect_retired(grace_seconds)
         cutoff = time.time() - grace_seconds
-        fs = self._loc.fs
-        try:
-            infos = fs.get_file_info(pafs.FileSelector(self._loc.fs_base, recursive=True))
-        except FileNotFoundError:
-            return deleted
-        base_len = len(self._loc.fs_base.rstrip("/")) + 1
         files: list[tuple[str, float]] = []
         dirs: list[tuple[str, float]] = []
-        for info in infos:
-            rel = info.path[base_len:].replace(os.sep, "/")
-            mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
-            if info.type == pafs.FileType.File:
-                files.append((rel, mtime))
-            elif info.type == pafs.FileType.Directory:
-                dirs.append((rel, mtime))
+        for entry in self._loc.list(recursive=True):
+            (dirs if entry.is_dir else files).append((entry.rel, entry.mtime))
         # Read the references after listing: a file registered meanwhile is seen as referenced.
         with self.store.transaction(readonly=True) as tx:
             referenced = {
@@ -1122,15 +1065,14 @@ class Shard:
                 )
             }
         doomed = [rel for rel, mtime in files if rel not in referenced and mtime <= cutoff]
-        deleted += self._loc.delete(doomed)
+        deleted += self._loc.delete_files(doomed)
         # Remove now-empty staging directories, deepest first.
         for rel, mtime in sorted(dirs, key=lambda d: -d[0].count("/")):
             if mtime > cutoff:
                 continue
-            path = self._loc.fs_path(rel)
             with contextlib.suppress(OSError):
-                if not fs.get_file_info(pafs.FileSelector(path)):
-                    fs.delete_dir(path)
+                if not self._loc.list(rel):
+                    self._loc.delete_dir(rel)
         return deleted
 
 

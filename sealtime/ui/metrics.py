@@ -8,6 +8,13 @@ metric families, so metrics cost the tick nothing.
 Frontiers are exported as Unix seconds (``+Inf`` once a stream is finished) and lags
 in seconds, following Prometheus' base units; counters end in ``_total``.
 
+Per operator (label ``operator``): rows in and out, state rows, steps and seconds
+(``phase="plan"``: building the step on the driver; ``phase="kernel"``: the kernel in
+Spark tasks, summed over partitions). A series exists only where the number is
+measured: operators fused into their consumer's stage have none (see
+`sealtime.ui.snapshot.OperatorCounts`); sources count rows in
+``sealtime_source_rows_total``. Counters start when the web view starts.
+
 >>> from sealtime.ui.snapshot import Monitor
 >>> text = render(registry_for(Monitor(None)))
 >>> "sealtime_ticks_total" in text, "sealtime_tick_duration_seconds_bucket" in text
@@ -113,6 +120,32 @@ class SnapshotCollector(Collector):
             "Bytes of the operator's durable state on disk",
             labels=op_labels,
         )
+        o_in = CounterMetricFamily(
+            "sealtime_operator_rows_in",
+            "Updates the operator's kernel consumed (counted inside its Spark tasks)",
+            labels=op_labels,
+        )
+        o_out = CounterMetricFamily(
+            "sealtime_operator_rows_out",
+            "Updates the operator produced (counted inside its Spark tasks)",
+            labels=op_labels,
+        )
+        o_rows = GaugeMetricFamily(
+            "sealtime_operator_state_rows",
+            "Rows the operator's state holds after its latest step",
+            labels=op_labels,
+        )
+        o_steps = CounterMetricFamily(
+            "sealtime_operator_steps",
+            "Ticks in which the operator processed newly sealed times",
+            labels=op_labels,
+        )
+        o_secs = CounterMetricFamily(
+            "sealtime_operator_seconds",
+            "Time spent on the operator: plan = building its step on the driver, "
+            "kernel = its kernel in Spark tasks (summed over partitions)",
+            labels=[*op_labels, "phase"],
+        )
         for n in snap.nodes:
             if n.kind == "sink":
                 continue
@@ -123,7 +156,22 @@ class SnapshotCollector(Collector):
                 size = self.state_bytes(n.state_dir)
                 if size is not None:
                     o_state.add_metric(labels, size)
-        yield from (o_front, o_lag, o_state)
+            c = n.counts
+            if c is None:
+                continue
+            o_steps.add_metric(labels, c.steps)
+            o_secs.add_metric([*labels, "plan"], c.plan_seconds_total)
+            if c.counting != "kernel":
+                continue
+            if c.rows_in_total is not None:
+                o_in.add_metric(labels, c.rows_in_total)
+            if c.rows_out_total is not None:
+                o_out.add_metric(labels, c.rows_out_total)
+            if c.state_rows is not None:
+                o_rows.add_metric(labels, c.state_rows)
+            if c.kernel_seconds_total is not None:
+                o_secs.add_metric([*labels, "kernel"], c.kernel_seconds_total)
+        yield from (o_front, o_lag, o_state, o_in, o_out, o_rows, o_steps, o_secs)
 
         ticks = CounterMetricFamily("sealtime_ticks", "Ticks run", labels=["dataflow"])
         ticks.add_metric([flow], snap.tick)

@@ -17,6 +17,7 @@ minus a frontier: how far a stream's completeness trails the clock.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time as _time
 from collections import deque
@@ -30,6 +31,7 @@ __all__ = [
     "EdgeInfo",
     "Monitor",
     "NodeInfo",
+    "OperatorCounts",
     "PublicationInfo",
     "Snapshot",
     "SourceInfo",
@@ -41,6 +43,36 @@ TICK_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30
 
 #: how many log entries back (per source) the snapshot looks for late/error rows
 _LOG_LOOKBACK = 256
+
+
+@dataclass(frozen=True)
+class OperatorCounts:
+    """An operator's numbers for the page and `/metrics`: those of the latest tick and
+    running totals since the monitor started (`sealtime.engine.stats.OperatorStats`).
+
+    `counting` says how rows are measured: ``"kernel"`` (inside its Spark tasks),
+    ``"source"`` (at ingestion), ``"fused"`` (a stateless expression run inside its
+    consumer's stage: no count of its own) or ``"native"`` (not counted). A count is
+    None where it is not measured — never a made-up number. In a tick where the
+    operator did not step, its rows and times are 0 and its state is the last known.
+
+    >>> OperatorCounts("fused").rows_in is None
+    True
+    """
+
+    counting: str
+    #: the latest tick's rows in / out, state rows after it, driver and kernel seconds
+    rows_in: int | None = None
+    rows_out: int | None = None
+    state_rows: int | None = None
+    plan_seconds: float = 0.0
+    kernel_seconds: float | None = None
+    #: totals since the monitor started; `steps`: ticks in which the operator stepped
+    steps: int = 0
+    rows_in_total: int | None = None
+    rows_out_total: int | None = None
+    plan_seconds_total: float = 0.0
+    kernel_seconds_total: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +100,8 @@ class NodeInfo:
     state_dir: str | None = None
     #: a sink reads it or a downstream operator does (unread side outputs cost nothing)
     read: bool = True
+    #: rows in/out, state rows and times (None: sinks, or before the first tick)
+    counts: OperatorCounts | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +217,14 @@ def _binding_summary(b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _add(total: Any, value: Any, steps: int) -> Any:
+    """A running total that stays None once a step was not counted (a partial sum would
+    be a made-up number), and starts at the first counted step."""
+    if value is None or (total is None and steps):
+        return None
+    return (total or 0) + value
+
+
 def _lag(clock: int | None, frontier: int | None) -> int | None:
     if clock is None or frontier is None:
         return None
@@ -204,6 +246,8 @@ class Monitor:
         self._buckets = [0] * (len(TICK_BUCKETS) + 1)
         self._seconds_sum = 0.0
         self._commits = 0
+        #: per operator: its counts as of the latest tick (running totals included)
+        self._counts: dict[int, OperatorCounts] = {}
         self._changed = threading.Condition()
         self.version = 0
         name = getattr(flow, "name", "")
@@ -226,11 +270,47 @@ class Monitor:
             self._buckets[k] += 1
         self._seconds_sum += report.seconds
         self._commits += sum(1 for node, _ in engine.plan.sinks if node.id in report.sealed)
+        self._count(engine, report)
         snap = self._build(engine, report)
         with self._changed:
             self.snapshot = snap
             self.version += 1
             self._changed.notify_all()
+
+    def _count(self, engine: Any, report: Any) -> None:
+        """Fold the tick's `OperatorStats` into each operator's `OperatorCounts`."""
+        stats = getattr(report, "operators", {}) or {}
+        for nid, op in engine.ops.items():
+            before = self._counts.get(nid) or OperatorCounts(op.counting)
+            s = stats.get(nid)
+            if s is None:  # did not step: nothing went in or out (where it is counted)
+
+                def idle(last: Any) -> Any:
+                    return 0 if last is not None else None
+
+                self._counts[nid] = dataclasses.replace(
+                    before,
+                    rows_in=idle(before.rows_in),
+                    rows_out=idle(before.rows_out),
+                    plan_seconds=0.0,
+                    kernel_seconds=idle(before.kernel_seconds),
+                )
+                continue
+            self._counts[nid] = OperatorCounts(
+                counting=s.counting,
+                rows_in=s.rows_in,
+                rows_out=s.rows_out,
+                state_rows=s.state_rows if s.state_rows is not None else before.state_rows,
+                plan_seconds=s.plan_seconds,
+                kernel_seconds=s.kernel_seconds,
+                steps=before.steps + 1,
+                rows_in_total=_add(before.rows_in_total, s.rows_in, before.steps),
+                rows_out_total=_add(before.rows_out_total, s.rows_out, before.steps),
+                plan_seconds_total=before.plan_seconds_total + s.plan_seconds,
+                kernel_seconds_total=_add(
+                    before.kernel_seconds_total, s.kernel_seconds, before.steps
+                ),
+            )
 
     def wait(self, version: int, timeout: float) -> int:
         """Block until a snapshot newer than `version` exists (or `timeout`); returns
@@ -296,6 +376,7 @@ class Monitor:
                     stateful=bool(getattr(op, "stateful", False)),
                     state_dir=getattr(getattr(op, "env", None), "state_dir", None),
                     read=consumers[n.id] > 0 or n.kind == "source",
+                    counts=self._counts.get(n.id),
                 )
             )
         for k, (node, sink) in enumerate(sinks):

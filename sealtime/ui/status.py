@@ -6,9 +6,10 @@ PostgreSQL URL in read-only transactions — and reports, per dataflow in the st
 
 * the last binding (tick, binding time, per source position, frontier and rows);
 * per source its position and acknowledged position. The acknowledged position is
-  recomputed the way the engine computes it (`BindingLog.resumption_positions`) from
-  the durable uppers of the dataflow's shards in the store (``<flow>.*`` Persist
-  shards); sinks that keep their commit log outside the store (Parquet) are not seen;
+  recomputed the way the engine computes it
+  (`sealtime.engine.bindings.resumption_positions`) from the durable uppers of the
+  dataflow's shards in the store (``<flow>.*`` Persist shards); sinks that keep their
+  commit log outside the store (Parquet) are not seen;
 * per operator its frontier: the plan recorded in the store (kinds, names, inputs)
   with the last binding's source frontiers through the progress tracker — exactly
   what the engine computed at that tick;
@@ -143,7 +144,7 @@ def _operator_frontiers(
 def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]:
     """The status of every dataflow in the store of `data_dir` (or `metadata`, a URL),
     as a JSON-able dict. Read-only; safe while the job runs."""
-    from ..engine.bindings import BindingLog
+    from ..engine.bindings import BindingPart, resumption_positions
 
     db = _ReadOnly(metadata or data_dir)
     try:
@@ -191,7 +192,11 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
                 }
             uppers = [s["upper"] for s in shards if s["name"].startswith(f"{flow}.")]
             present = [u for u in uppers if u is not None]
-            acked = BindingLog.resumption_positions(parts, min(present) if present else None)
+            typed = [
+                {n: BindingPart.from_json(p, int(into)) for n, p in part.items()}
+                for (_, into, _), part in zip(rows, parts)
+            ]
+            acked = resumption_positions(typed, min(present) if present else None)
             sources = {}
             for name, p in (parts[-1] if parts else {}).items():
                 state = p.get("state", {})

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import sealtime as st
 from tests.cluster import cluster_job
 from tests.cluster.conftest import Cluster, executor_pids
 
@@ -39,13 +40,8 @@ def sink_contents(data_dir: Path, sink: str) -> pd.DataFrame:
     """A Parquet sink's committed updates, consolidated: summed `_diff` per (row, `_time`),
     zero sums dropped, sorted (so how updates were split across commits or partitions
     does not matter, and a lost or duplicated update does)."""
-    path = data_dir / "out" / sink
-    commits = [
-        json.loads(line)
-        for line in (path / "_sealtime_commits.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
-    frames = [pq.read_table(path / c["dir"]).to_pandas() for c in commits]
+    committed = st.sinks.Parquet(data_dir / "out" / sink).directories()
+    frames = [pq.read_table(d).to_pandas() for d in committed]
     return consolidate(pd.concat([f for f in frames if len(f)], ignore_index=True))
 
 

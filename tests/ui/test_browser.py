@@ -1,6 +1,7 @@
 """The live page in headless Chromium: every operator in the graph, a frontier that
 advances, a late row injected by the test in the source's late view, and a screenshot
-of the demo's graph (written outside git: $SEALTIME_SCREENSHOT or /tmp/sealtime-ui.png)."""
+of the demo's graph (written outside git: $SEALTIME_SCREENSHOT or /tmp/sealtime-ui.png,
+and the operators table next to it, ``*-operators.png``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,20 @@ def test_page_shows_graph_frontier_and_late_rows(job, browser):
     shown = _node_names(browser)
     assert set(names) <= shown, set(names) - shown
     assert any(name.startswith("Persist") for name in shown)
+
+    # Per-operator numbers: the aggregate's box and table row show the rows its kernel
+    # counted this tick and its state rows; a fused stateless operator says so.
+    agg = '#graph g.node[data-name="aggregate"]'
+    wait.until(
+        lambda b: int(_js(b, f"return document.querySelector('{agg}').dataset.rowsIn || 0")) > 0
+    )
+    assert int(_js(browser, f"return document.querySelector('{agg}').dataset.stateRows")) > 0
+    assert "rows in" in _text(browser, agg) and "state" in _text(browser, agg)
+    assert "fused" in _text(browser, '#graph g.node[data-name="filter"]')
+    cell = '#operators tr[data-name="aggregate"] td.state-rows'
+    wait.until(
+        lambda b: int(_js(b, f"return document.querySelector('{cell}').dataset.value || 0")) > 0
+    )
 
     # A frontier value on the page advances while the job runs (no reload).
     wait.until(lambda b: _frontier(b) is not None and _frontier(b) > 0)
@@ -113,9 +128,30 @@ def test_screenshot_of_demo_graph(spark, browser, capsys):
     shown = _node_names(browser)
     assert {"bids", "channels"} <= shown, shown
     assert len(shown) >= 10, shown  # sources, side outputs, window, aggregate, top-k, join, sinks
+    # Every box is readable: no two boxes of the graph overlap.
+    boxes = _js(
+        browser,
+        "return [...document.querySelectorAll('#graph g.node')].map(g => {"
+        " const r = g.getBoundingClientRect(); return [g.dataset.name, r.left, r.top, r.right, r.bottom]; })",
+    )
+    for i, (a, *ra) in enumerate(boxes):
+        for b, *rb in boxes[i + 1 :]:
+            apart = ra[2] <= rb[0] or rb[2] <= ra[0] or ra[3] <= rb[1] or rb[3] <= ra[1]
+            assert apart, f"boxes {a!r} and {b!r} overlap"
+    # The kernels' per-operator numbers are on the page (the join counts rows both ways).
+    join = '#graph g.node[data-name="join"]'
+    wait.until(
+        lambda b: _js(b, f"return document.querySelector('{join}').dataset.rowsIn") is not None
+    )
+    # The tick plot draws something from the first tick on (a bar and a dot per tick).
+    assert _js(browser, "return document.querySelectorAll('#plot rect.dur').length") >= 1
+    assert _js(browser, "return document.querySelectorAll('#plot circle.rows').length") >= 1
     path = os.environ.get("SEALTIME_SCREENSHOT", "/tmp/sealtime-ui.png")
     assert browser.save_screenshot(path)
     assert os.path.getsize(path) > 10_000
+    # A second one of the operators table (per-operator rows, state, times).
+    _js(browser, "document.getElementById('operators').scrollIntoView()")
+    assert browser.save_screenshot(path[: -len(".png")] + "-operators.png")
     done.wait(180)
     assert not errors, errors
     assert "web view: http://127.0.0.1:" in capsys.readouterr().out

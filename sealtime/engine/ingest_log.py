@@ -1,0 +1,589 @@
+"""The ingest log of one source: its entries, one Arrow schema per kind, writer, reader.
+
+Every tick a source's stamped rows are written here *before* any of them propagates
+(SMILE's "log before propagating"); Spark then reads the log for each newly sealed time
+range ``[lo, hi)``. The log is a directory of Parquet files plus `LogFile` entries
+(recorded in the bindings, `sealtime.engine.bindings.BindingPart`).
+
+Log kinds and their schemas (`log_schema`):
+
+========== ============================================ ==================================
+kind       file                                         schema
+========== ============================================ ==================================
+data       ``part-<tick>.parquet`` (copied rows)        `data_schema`: the source's
+                                                        columns + ``_time``, ``_diff``,
+                                                        ``_late`` (reason, null when the
+                                                        row is not late), ``_offset``
+late       ``late-<tick>-<k>.parquet`` (sidecar of a    `LATE_SIDECAR_SCHEMA`: ``__row``,
+           linked entry)                                ``_time`` (the bound), ``reason``
+errors     ``errors-<tick>.parquet``                    `ERRORS_SCHEMA`: ``raw``,
+                                                        ``reason``, ``_time``, ``_diff``
+health     ``health-<tick>.parquet``                    `HEALTH_SCHEMA`: ``source``,
+                                                        ``status``, ``_time``, ``_diff``
+========== ============================================ ==================================
+
+A *linked* data entry is a hard link (``src-<name>``) of an immutable source Parquet
+file instead of a copy: the entry names the row range it owns and the event-time
+column; its late rows are listed in its sidecar.
+
+The outputs read back (`IngestLogReader.frame`): ``main`` (rows not late), ``late``
+(the source's columns + ``reason``), ``errors`` and ``health``.
+
+>>> import tempfile
+>>> d = tempfile.mkdtemp()
+>>> entries = LogEntries()
+>>> w = IngestLogWriter(d, pa.schema([("x", pa.int64())]), entries)
+>>> w.write_errors(pa.table({"raw": ["?"], "reason": ["bad"]}), tick=1, at=5)
+>>> [(os.path.basename(f.path), f.min_time, f.rows) for f in entries.errors]
+[('errors-00000001.parquet', 5, 1)]
+>>> pq.read_schema(entries.errors[0].path).equals(ERRORS_SCHEMA)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..storage.durable import fsync_file
+
+__all__ = [
+    "DATA_SYSTEM_FIELDS",
+    "ERRORS_SCHEMA",
+    "HEALTH_SCHEMA",
+    "LATE_SIDECAR_SCHEMA",
+    "OUTPUTS",
+    "IngestLogReader",
+    "IngestLogWriter",
+    "LinkedStamp",
+    "LogEntries",
+    "LogFile",
+    "data_schema",
+    "link_file",
+    "log_schema",
+    "unreferenced_paths",
+]
+
+#: the system columns of a data log file, after the source's columns
+DATA_SYSTEM_FIELDS = (
+    pa.field("_time", pa.int64()),
+    pa.field("_diff", pa.int64()),
+    pa.field("_late", pa.string()),
+    pa.field("_offset", pa.int64()),
+)
+#: rows that do not decode or have no event time
+ERRORS_SCHEMA = pa.schema(
+    [("raw", pa.string()), ("reason", pa.string()), ("_time", pa.int64()), ("_diff", pa.int64())]
+)
+#: changes of the reader's status (the old status retracted, the new one added)
+HEALTH_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("status", pa.string()),
+        ("_time", pa.int64()),
+        ("_diff", pa.int64()),
+    ]
+)
+#: the late rows of a linked entry: row index in the file, the bound it missed, reason
+LATE_SIDECAR_SCHEMA = pa.schema(
+    [("__row", pa.int64()), ("_time", pa.int64()), ("reason", pa.string())]
+)
+#: the outputs `IngestLogReader.frame` reads
+OUTPUTS = ("main", "late", "errors", "health")
+
+
+def data_schema(source_schema: pa.Schema) -> pa.Schema:
+    """The schema of a copied data log file: the source's columns (without its own
+    ``_time``/``_diff``, if it has them) and `DATA_SYSTEM_FIELDS`.
+
+    >>> data_schema(pa.schema([("k", pa.string()), ("_time", pa.int64())])).names
+    ['k', '_time', '_diff', '_late', '_offset']
+    """
+    data = [f for f in source_schema if f.name not in ("_time", "_diff")]
+    return pa.schema(data + list(DATA_SYSTEM_FIELDS))
+
+
+def log_schema(kind: str, source_schema: pa.Schema) -> pa.Schema:
+    """The Arrow schema of the log files of `kind`: ``"data"`` (also ``"main"`` and
+    ``"late"``, which copied data files hold), ``"errors"``, ``"health"``, or
+    ``"late_sidecar"``.
+
+    >>> log_schema("health", pa.schema([])).names
+    ['source', 'status', '_time', '_diff']
+    """
+    fixed = {"errors": ERRORS_SCHEMA, "health": HEALTH_SCHEMA, "late_sidecar": LATE_SIDECAR_SCHEMA}
+    if kind in fixed:
+        return fixed[kind]
+    if kind in ("data", "main", "late"):
+        return data_schema(source_schema)
+    raise ValueError(f"log kind {kind!r}: use 'data', 'errors', 'health' or 'late_sidecar'")
+
+
+@dataclass
+class LogFile:
+    """One ingest-log entry (JSON-able primitives; every path lies under the log dir).
+
+    A *copied* entry (``time_column == ""``, no ``fixed_time``) is a Parquet file of its
+    kind's schema. A *linked* entry is a hard link (or a copy) of an immutable source
+    Parquet file: the rows ``[first, end)`` of it (``file_rows`` rows in all) belong to
+    the entry, ``_time`` is its column `time_column` (ms) or `fixed_time`, ``_diff`` is
+    1, ``_offset`` is ``offset + row - first``, and the rows routed to ``late`` are
+    listed in the sidecar `late_path`. `late` counts the entry's late rows (-1: unknown).
+
+    >>> LogFile("/l/part-1", 0, 9, 3).linked, LogFile("/l/src-a", 0, 9, 3, time_column="t").linked
+    (False, True)
+    """
+
+    path: str
+    min_time: int
+    max_time: int
+    rows: int
+    late: int = -1
+    time_column: str = ""
+    first: int = 0
+    end: int = 0
+    file_rows: int = 0
+    offset: int = 0
+    late_path: str = ""
+    #: ingestion time: every row of a linked entry has this ``_time`` (no time column)
+    fixed_time: int | None = None
+
+    @property
+    def linked(self) -> bool:
+        """Is the entry a range of a linked source file (not a copy)?"""
+        return bool(self.time_column) or self.fixed_time is not None
+
+    def paths(self) -> list[str]:
+        """The files of the entry: its file and its late sidecar (if any).
+
+        >>> LogFile("/l/src-a", 0, 1, 1, late_path="/l/late-1").paths()
+        ['/l/src-a', '/l/late-1']
+        """
+        return [p for p in (self.path, self.late_path) if p]
+
+
+@dataclass
+class LogEntries:
+    """The entries of a source's log, per kind, oldest first (shared by the writer, the
+    reader and the coordinator's truncation, which edits the lists in place).
+
+    >>> LogEntries().of("late")
+    []
+    """
+
+    data: list[LogFile] = field(default_factory=list)
+    errors: list[LogFile] = field(default_factory=list)
+    health: list[LogFile] = field(default_factory=list)
+
+    def lists(self) -> tuple[list[LogFile], list[LogFile], list[LogFile]]:
+        """(data, errors, health)."""
+        return self.data, self.errors, self.health
+
+    def mark(self) -> tuple[int, int, int]:
+        """The entry counts now: `since` gives the entries added after."""
+        return len(self.data), len(self.errors), len(self.health)
+
+    def since(
+        self, mark: tuple[int, int, int]
+    ) -> tuple[list[LogFile], list[LogFile], list[LogFile]]:
+        """The (data, errors, health) entries added after `mark`."""
+        return self.data[mark[0] :], self.errors[mark[1] :], self.health[mark[2] :]
+
+    def of(self, output: str) -> list[LogFile]:
+        """The entries that hold `output` (``late`` rows live in data entries)."""
+        return {"errors": self.errors, "health": self.health}.get(output, self.data)
+
+
+def unreferenced_paths(gone: list[LogFile], kept: list[LogFile]) -> list[str]:
+    """The files to delete when the entries `gone` leave the log and `kept` stay: linked
+    entries of one source file share a path, and late sidecars belong to their entry.
+
+    >>> a, b = LogFile("/l/src-a", 0, 1, 1, late_path="/l/late-1"), LogFile("/l/src-a", 2, 3, 1)
+    >>> unreferenced_paths([a], [b])
+    ['/l/late-1']
+    """
+    keep = {p for f in kept for p in f.paths()}
+    out: list[str] = []
+    for f in gone:
+        for p in f.paths():
+            if p not in keep and p not in out:
+                out.append(p)
+    return out
+
+
+def link_file(path: str, dest: str) -> str:
+    """Hard-link `path` to `dest` (a copy, renamed into place, when the two lie on
+    different filesystems or links are not supported); an existing `dest` is kept.
+    Returns `dest`.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "a")
+    >>> _ = open(p, "w").write("x")
+    >>> os.path.basename(link_file(p, os.path.join(d, "b"))), os.path.samefile(p, os.path.join(d, "b"))
+    ('b', True)
+    """
+    if os.path.abspath(path) == os.path.abspath(dest) or os.path.exists(dest):
+        return dest
+    try:
+        os.link(path, dest)
+    except FileExistsError:
+        pass
+    except OSError:  # another filesystem, or no hard links: copy (then rename, atomic)
+        tmp = dest + ".tmp"
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, dest)
+    return dest
+
+
+@dataclass(frozen=True)
+class LinkedStamp:
+    """Stamped rows that are ranges of immutable Parquet files (`LinkedBatch`): the file
+    ranges ``(path, first, end, file_rows)`` and the per-row stamping, in log order.
+
+    >>> s = LinkedStamp((("/d/a.parquet", 0, 2, 2),), np.array([1, 2]), np.zeros(2, bool), None)
+    >>> s.num_rows
+    2
+    """
+
+    links: tuple[tuple[str, int, int, int], ...]
+    times: np.ndarray  # stamped _time (a late row: the bound it missed)
+    late: np.ndarray  # bool
+    reason: pa.Array | None  # string per row (null when not late); None = none late
+    fixed: int | None = None  # ingestion time: the binding time of every row
+    time_column: str = ""
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in all ranges."""
+        return len(self.times)
+
+
+class IngestLogWriter:
+    """Appends a source's stamped rows, errors and health changes to its log directory
+    and records the entries in `entries`. `offset` numbers the data rows in log order
+    (the ``_offset`` column: the event id's last part).
+
+    >>> import tempfile
+    >>> entries = LogEntries()
+    >>> w = IngestLogWriter(tempfile.mkdtemp(), pa.schema([("x", pa.int64())]), entries)
+    >>> rows = pa.table({"x": [7, 8], "_time": [5, 6], "_diff": [1, 1],
+    ...                  "_late": pa.nulls(2, pa.string())})
+    >>> w.write_data(tick=1, rows=rows)
+    >>> pq.read_table(entries.data[0].path).column("_offset").to_pylist(), w.offset
+    ([0, 1], 2)
+    """
+
+    def __init__(
+        self, log_dir: str, source_schema: pa.Schema, entries: LogEntries, offset: int = 0
+    ) -> None:
+        os.makedirs(log_dir, exist_ok=True)
+        self.log_dir = log_dir
+        self.schema = data_schema(source_schema)
+        self.entries = entries
+        self.offset = offset
+
+    def write_data(self, tick: int, rows: pa.Table | LinkedStamp) -> None:
+        """Log the stamped data rows of `tick`: a table (the source's columns plus
+        ``_time``, ``_diff``, ``_late``; ``_offset`` is added here) or linked ranges."""
+        if isinstance(rows, LinkedStamp):
+            self._write_linked(tick, rows)
+            return
+        n = rows.num_rows
+        rows = rows.append_column(
+            "_offset", pa.array(np.arange(self.offset, self.offset + n, dtype=np.int64))
+        )
+        self.offset += n
+        if not rows.schema.equals(self.schema):
+            rows = rows.select(self.schema.names).cast(self.schema)
+        late = n - rows.column("_late").null_count
+        self._write(rows, f"part-{tick:08d}.parquet", self.entries.data, late)
+
+    def write_errors(self, errors: pa.Table, tick: int, at: int) -> None:
+        """Log rows that did not decode (``raw``, ``reason``), stamped at time `at`."""
+        n = errors.num_rows
+        table = pa.table(
+            [
+                pc.cast(errors.column("raw"), pa.string()),
+                pc.cast(errors.column("reason"), pa.string()),
+                pa.array(np.full(n, at, np.int64)),
+                pa.array(np.ones(n, np.int64)),
+            ],
+            schema=ERRORS_SCHEMA,
+        )
+        self._write(table, f"errors-{tick:08d}.parquet", self.entries.errors, 0)
+
+    def write_health(self, source: str, changes: list[tuple[str, int]], tick: int, at: int) -> None:
+        """Log status changes ``(status, diff)`` of `source`, stamped at time `at`."""
+        table = pa.table(
+            [
+                pa.array([source] * len(changes), pa.string()),
+                pa.array([s for s, _ in changes], pa.string()),
+                pa.array([at] * len(changes), pa.int64()),
+                pa.array([d for _, d in changes], pa.int64()),
+            ],
+            schema=HEALTH_SCHEMA,
+        )
+        self._write(table, f"health-{tick:08d}.parquet", self.entries.health, 0)
+
+    def _write(self, table: pa.Table, name: str, entries: list[LogFile], late: int) -> None:
+        path = os.path.join(self.log_dir, name)
+        pq.write_table(table, path)
+        t = table.column("_time")
+        entries.append(
+            LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late)
+        )
+
+    def _write_linked(self, tick: int, stamp: LinkedStamp) -> None:
+        at = 0
+        for k, (path, first, end, file_rows) in enumerate(stamp.links):
+            n = end - first
+            times = stamp.times[at : at + n]
+            late = stamp.late[at : at + n]
+            dest = link_file(path, os.path.join(self.log_dir, f"src-{os.path.basename(path)}"))
+            late_path = ""
+            n_late = int(late.sum())
+            if n_late:
+                rows = np.flatnonzero(late)
+                late_path = os.path.join(self.log_dir, f"late-{tick:08d}-{k:04d}.parquet")
+                assert stamp.reason is not None
+                sidecar = pa.table(
+                    [
+                        pa.array(rows + first, pa.int64()),
+                        pa.array(times[rows], pa.int64()),
+                        stamp.reason.slice(at, n).take(pa.array(rows)),
+                    ],
+                    schema=LATE_SIDECAR_SCHEMA,
+                )
+                pq.write_table(sidecar, late_path)
+                fsync_file(late_path)  # the engine makes `path` durable; the sidecar is ours
+            self.entries.data.append(
+                LogFile(
+                    dest,
+                    int(times.min()),
+                    int(times.max()),
+                    n,
+                    late=n_late,
+                    time_column=stamp.time_column,
+                    fixed_time=stamp.fixed,
+                    first=first,
+                    end=end,
+                    file_rows=file_rows,
+                    offset=self.offset + at,
+                    late_path=late_path,
+                )
+            )
+            at += n
+        self.offset += stamp.num_rows
+
+
+def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:
+    """Do all of the entry's times lie in ``[lo, hi)``?"""
+    return entry.min_time >= lo and (hi is None or entry.max_time < hi)
+
+
+class IngestLogReader:
+    """Reads a source's log back as Spark DataFrames, per output and time range.
+
+    Spark column expressions and schemas are built once per reader (each costs a JVM
+    round trip).
+
+    >>> r = IngestLogReader(pa.schema([("x", pa.int64())]), LogEntries())
+    >>> r.max_time("main", 0, 10), r.files_for("errors", 0, None)
+    (None, [])
+    """
+
+    def __init__(self, source_schema: pa.Schema, entries: LogEntries) -> None:
+        self.source_schema = source_schema
+        self.entries = entries
+        self._columns: dict[str, Any] = {}
+
+    def spark_schema(self, output: str) -> Any:
+        """The Spark schema of the files holding `output` (copied entries)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        kind = output if output in ("errors", "health") else "data"
+        return from_arrow_schema(log_schema(kind, self.source_schema))
+
+    def _entries(self, output: str, lo: int, hi: int | None) -> list[LogFile]:
+        files = self.entries.of(output)
+        out = [f for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
+        if output == "late":
+            out = [f for f in out if f.late != 0]
+        return out
+
+    def max_time(self, output: str, lo: int, hi: int | None) -> int | None:
+        """An upper bound (inclusive) of the times `frame` returns for ``[lo, hi)``, from
+        the log's metadata (no Spark job); None when the range has no entry."""
+        entries = self._entries(output, lo, hi)
+        if not entries:
+            return None
+        top = max(f.max_time for f in entries)
+        return top if hi is None else min(top, hi - 1)
+
+    def files_for(self, output: str, lo: int, hi: int | None) -> list[str]:
+        """The log files (and late sidecars) holding updates of `output` in ``[lo, hi)``."""
+        paths: list[str] = []
+        for f in self._entries(output, lo, hi):
+            for p in f.paths():
+                if p not in paths:
+                    paths.append(p)
+        return paths
+
+    def frame(self, spark: Any, output: str, lo: int, hi: int | None, data: list[str]) -> Any:
+        """The logged updates of `output` ("main", "late", "errors", "health") at times in
+        ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps the range);
+        ``main`` keeps the columns `data`."""
+        from pyspark.sql import functions as F
+
+        entries = self._entries(output, lo, hi)
+        if not entries:
+            return None
+        cols = [c for c in self.source_schema.names if c not in ("_time", "_diff")]
+        parts: list[tuple[Any, bool]] = []  # (frame, holds only times in [lo, hi))
+        copied_entries = [f for f in entries if not f.linked]
+        copied = [f.path for f in copied_entries]
+        if copied:
+            # An explicit schema spares Spark a job to infer it from the files' footers.
+            df = spark.read.schema(self.spark_schema(output)).parquet(*copied)
+            if output == "main":
+                df = df.filter(F.col("_late").isNull()).select(*data, "_time", "_diff")
+            elif output == "late":
+                df = df.filter(F.col("_late").isNotNull()).select(
+                    *cols, F.col("_late").alias("reason"), "_time", "_diff"
+                )
+            elif output == "health":
+                df = df.select("source", "status", "_time", "_diff")
+            else:
+                df = df.select("raw", "reason", "_time", "_diff")
+            parts.append((df, all(_inside(e, lo, hi) for e in copied_entries)))
+        linked = [f for f in entries if f.linked]
+        if linked:
+            parts.extend(self._linked_frames(spark, output, linked, data, cols, lo, hi))
+        # A frame whose entries' times all lie in [lo, hi) needs no filter (one Spark
+        # operator less to plan and to run; most entries are inside their tick's range).
+        # (SQL text: one JVM call, where building the Column costs several)
+        cond = f"_time >= {lo}" + ("" if hi is None else f" AND _time < {hi}")
+        out = None
+        for df, exact in parts:
+            if not exact:
+                df = df.filter(cond)
+            out = df if out is None else out.unionByName(df)
+        return out
+
+    def _column(self, name: str) -> Any:
+        """A Spark column reference, built once (each costs a JVM round trip)."""
+        from pyspark.sql import functions as F
+
+        if name not in self._columns:
+            self._columns[name] = F.col(name)
+        return self._columns[name]
+
+    def _linked_frames(
+        self, spark, output: str, entries: list[LogFile], data, cols, lo: int, hi: int | None
+    ) -> list:
+        """Spark frames over linked entries: ``_time`` from the event-time column, ``_diff``
+        1; rows listed in an entry's late sidecar go to ``late`` (at their bound) instead
+        of ``main``. Whole files without late rows are read in one scan, without the row
+        index; the others with ``_metadata.row_index`` restricted to the entry's range."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from ..spark.plans import Projection
+
+        fields = [f for f in self.source_schema if f.name not in ("_time", "_diff")]
+        if "schema" not in self._columns:
+            self._columns["schema"] = from_arrow_schema(pa.schema(fields))
+            self._columns["one"] = F.lit(1).cast("long").alias("_diff")
+        schema = self._columns["schema"]
+        one = self._columns["one"]
+        names = [f.name for f in fields]
+        sidecar = "__row BIGINT, _time BIGINT, reason STRING"
+
+        def event_time(e: LogFile):
+            if e.fixed_time is not None:
+                return F.lit(e.fixed_time).cast("long").alias("_time")
+            key = "time:" + e.time_column
+            if key not in self._columns:
+                c = self._column(e.time_column)
+                typ = self.source_schema.field(e.time_column).type
+                t = F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")
+                self._columns[key] = t.alias("_time")
+            return self._columns[key]
+
+        def in_range(e: LogFile, df) -> tuple[Any, bool]:
+            # The range on the stored column itself, which Spark pushes down to the
+            # Parquet reader: row groups whose times all lie outside it are skipped. For
+            # ms/us timestamps and integers it is also exact (the stamped time is the
+            # column's milliseconds, floored), so no filter on ``_time`` follows.
+            if e.fixed_time is not None:
+                return df, False
+            c = "`" + e.time_column.replace("`", "``") + "`"
+            typ = self.source_schema.field(e.time_column).type
+            if pa.types.is_timestamp(typ):
+                bound = "timestamp_millis({})".format
+                # (bounds beyond what a timestamp can hold, like the least time, are
+                # left out: the stamping admits no such time)
+                fits = lambda t: abs(t) < 10**15  # noqa: E731
+            elif pa.types.is_integer(typ):
+                bound, fits = str, lambda t: True  # noqa: E731
+            else:
+                return df, False
+            exact = True
+            conds = []
+            if fits(lo):
+                conds.append(f"{c} >= {bound(lo)}")
+            elif lo > 0:
+                exact = False
+            if hi is not None:
+                if fits(hi):
+                    conds.append(f"{c} < {bound(hi)}")
+                else:
+                    exact = False
+            return (df.filter(" AND ".join(conds)) if conds else df), exact
+
+        parts = []
+        rest = entries
+        if output == "main":
+            whole = [e for e in entries if e.first == 0 and e.end == e.file_rows and not e.late]
+            # One scan per time stamping: a source's event-time entries share their time
+            # column; ingestion-time entries share the binding time of their tick.
+            by_stamp: dict[int | None, list[LogFile]] = {}
+            for e in whole:
+                by_stamp.setdefault(e.fixed_time, []).append(e)
+            for group in by_stamp.values():
+                df = spark.read.schema(schema).parquet(*[e.path for e in group])
+                exact = all(_inside(e, lo, hi) for e in group)
+                if not exact:
+                    df, exact = in_range(group[0], df)
+                if group[0].fixed_time is None:
+                    key = f"project:{group[0].time_column}:{','.join(data)}"
+                    if key not in self._columns:
+                        cols_ = [self._column(c) for c in data]
+                        self._columns[key] = Projection([*cols_, event_time(group[0]), one])
+                    parts.append((self._columns[key].apply(df), exact))
+                else:
+                    cols_ = [self._column(c) for c in data]
+                    parts.append((df.select(*cols_, event_time(group[0]), one), exact))
+            rest = [e for e in entries if e not in whole]
+        for e in rest:
+            df = spark.read.schema(schema).parquet(e.path)
+            df = df.select(*names, F.col("_metadata.row_index").alias("__row"))
+            if not (e.first == 0 and e.end == e.file_rows):
+                df = df.filter((F.col("__row") >= e.first) & (F.col("__row") < e.end))
+            if output == "main":
+                if e.late:
+                    late = spark.read.schema(sidecar).parquet(e.late_path).select("__row")
+                    df = df.join(F.broadcast(late), "__row", "left_anti")
+                parts.append((df.select(*data, event_time(e), one), _inside(e, lo, hi)))
+            else:
+                late = spark.read.schema(sidecar).parquet(e.late_path)
+                df = df.join(F.broadcast(late), "__row", "inner")
+                parts.append((df.select(*cols, "reason", "_time", one), _inside(e, lo, hi)))
+        return parts
