@@ -725,12 +725,12 @@ def _check_data_dir(fs: Any, metadata: str | None) -> None:
             f"{fs.kind}); pass metadata='postgresql://user@host:5432/db' (a PostgreSQL "
             "server every process of the dataflow reaches), or use a local path"
         )
-    # The ingest log (sealtime.engine.ingest, ingest_log), the coordinator's log
-    # truncation and the operators' arrangement runs (written by Spark tasks with local
-    # I/O) still need a POSIX path: refuse rather than write beside the cwd.
+    # The ingest log, shards, checkpoints and spill go through `DataFS`; operator state
+    # (arrangement runs) is memory-mapped by the Spark tasks that own it, which needs a
+    # POSIX path: refuse rather than write beside the cwd.
     raise ConfigError(
         f"Dataflow(data_dir={fs.location!r}): a data dir on {fs.kind} is not supported "
-        "yet — the ingest log and operator state are still written with local file calls. "
+        "for operator state, whose sorted runs Spark tasks memory-map from a POSIX path. "
         "Put data_dir on a local disk or a shared POSIX mount (NFS, CephFS; the same path "
         "on every machine), and send outputs to the object store with "
         "st.sinks.Parquet('s3a://...') (see docs/storage-fs.md)"

@@ -38,7 +38,7 @@ from ..operators import Env, Operator, build, kernel_tasks
 from ..sinks.base import CommitContext
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore
-from ..storage.durable import fsync_file
+from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
 from ..time.order import MAX_TIME, MIN_TIME, describe_frontier
 from .bindings import Binding, BindingLog, BindingPart, restore_point
@@ -122,6 +122,8 @@ class Engine:
     ) -> None:
         self.plan = plan
         self.config = config = plan.config
+        #: the data dir through the one filesystem layer (log, state, spill, checkpoints)
+        self.data_fs = DataFS.from_uri(config.data_dir)
         self.store = store
         self.clock_ms = clock_ms
         # (the caller's list: observers added later, e.g. by serve_ui, are seen too)
@@ -185,7 +187,7 @@ class Engine:
                 self.sources[node.id] = SourceRuntime(
                     name=node.name,
                     source=p["source"],
-                    log_dir=os.path.join(config.data_dir, "log", node.name),
+                    log_dir=self.data_fs.join("log", node.name),
                     time_column=p.get("time"),
                     lateness=p.get("lateness"),
                     idle_timeout=p.get("idle_timeout"),
@@ -205,7 +207,7 @@ class Engine:
         for node in self.nodes:
             env = Env(
                 spark=self.spark,
-                state_dir=os.path.join(config.data_dir, "state", f"n{node.id:04d}-{node.kind}"),
+                state_dir=self.data_fs.join("state", f"n{node.id:04d}-{node.kind}"),
                 partitions=self.partitions,
                 sources=self.sources,
                 shared=shared,
@@ -216,7 +218,7 @@ class Engine:
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
                 self.runs_kernel[i.id] for i in node.inputs
             )
-        self.spill = SpillStore(self.spark, os.path.join(config.data_dir, "spill", "pending"))
+        self.spill = SpillStore(self.spark, self.data_fs.join("spill", "pending"))
         self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
         checkpoints = self.log.checkpoints() if stored else []
@@ -329,7 +331,7 @@ class Engine:
         # unreferenced (spark.cleaner.referenceTracking.cleanCheckpoints). See
         # docs/cluster.md.
         if sc._jsc.sc().getCheckpointDir().isEmpty():
-            sc.setCheckpointDir(os.path.join(self.config.data_dir, "spill", "checkpoints"))
+            sc.setCheckpointDir(self.data_fs.spark_uri("spill/checkpoints"))
         # A reliable checkpoint computes its frame once to count it and again to write
         # the files: cached, the second pass reads the cache instead of rerunning kernels.
         cached = df.persist(StorageLevel.MEMORY_AND_DISK)
@@ -481,23 +483,18 @@ class Engine:
             for src in self.sources.values():
                 if restamped(src.source):
                     parts[src.name] = part = src.ingest(self.tick_no, into)
-                    for f in part.entries():
-                        fsync_file(f.path)
                 else:
                     # The recorded files, linked into this data dir's log (it owns them).
                     parts[src.name] = part = link_part(original.sources[src.name], src.log_dir)
                     src.apply_binding(part)
-                fsync_file(src.log_dir)
+                self._sync_log(part)
         else:
             into = max(self.clock_ms(), self.last_into + 1)
             if self.tick_no == self.hand_over_at:
                 self._go_live(into)
             for src in self.sources.values():
                 parts[src.name] = part = src.ingest(self.tick_no, into)
-                for f in part.entries():
-                    fsync_file(f.path)
-            for src in self.sources.values():
-                fsync_file(src.log_dir)
+                self._sync_log(part)
         self.last_into = into
         failpoint("ingest.logged")
         binding = self.log.append(self.tick_no, into, parts).to_json()
@@ -523,7 +520,7 @@ class Engine:
 
     def checkpoint(self) -> None:
         """Write a soft checkpoint of all operator state, then truncate the logs behind it."""
-        directory = os.path.join(self.config.data_dir, "checkpoints", f"{self.tick_no:08d}")
+        directory = self.data_fs.join("checkpoints", f"{self.tick_no:08d}")
         operators = {}
         for nid, op in self.ops.items():
             op.durable()
@@ -566,6 +563,11 @@ class Engine:
                 reach.add(node.id)
         return f_min(self.done[n] for n in reach)
 
+    def _sync_log(self, part: BindingPart) -> None:
+        """Make a tick's new log files (and the directories naming them) durable."""
+        rels = [self.data_fs.rel(path) for f in part.entries() for path in f.paths()]
+        self.data_fs.sync([r for r in rels if r is not None])
+
     def _truncate(self, below: dict[str, int | None]) -> None:
         marks = dict(self.store.kv_get("log-truncation", self.config.name, {}))
         marks.update({k: (v if v is not None else MAX_TIME) for k, v in below.items()})
@@ -578,8 +580,9 @@ class Engine:
                 kept = [f for f in files if f.max_time >= mark]
                 # Linked entries share their source file's link; sidecars go with entries.
                 for path in unreferenced_paths(gone, kept):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(path)
+                    rel = self.data_fs.rel(path)
+                    if rel is not None:  # (the log lies under the data dir)
+                        self.data_fs.delete_file(rel)
                 files[:] = kept
 
     def _restore_checkpoint(self, tick: int, manifest: dict[str, Any]) -> None:

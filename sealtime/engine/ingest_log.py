@@ -43,7 +43,6 @@ True
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..storage.durable import fsync_file
+from ..storage.fs import DataFS
 
 __all__ = [
     "DATA_SYSTEM_FIELDS",
@@ -66,7 +65,6 @@ __all__ = [
     "LogEntries",
     "LogFile",
     "data_schema",
-    "link_file",
     "log_schema",
     "unreferenced_paths",
 ]
@@ -218,30 +216,6 @@ def unreferenced_paths(gone: list[LogFile], kept: list[LogFile]) -> list[str]:
     return out
 
 
-def link_file(path: str, dest: str) -> str:
-    """Hard-link `path` to `dest` (a copy, renamed into place, when the two lie on
-    different filesystems or links are not supported); an existing `dest` is kept.
-    Returns `dest`.
-
-    >>> import tempfile
-    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "a")
-    >>> _ = open(p, "w").write("x")
-    >>> os.path.basename(link_file(p, os.path.join(d, "b"))), os.path.samefile(p, os.path.join(d, "b"))
-    ('b', True)
-    """
-    if os.path.abspath(path) == os.path.abspath(dest) or os.path.exists(dest):
-        return dest
-    try:
-        os.link(path, dest)
-    except FileExistsError:
-        pass
-    except OSError:  # another filesystem, or no hard links: copy (then rename, atomic)
-        tmp = dest + ".tmp"
-        shutil.copyfile(path, tmp)
-        os.replace(tmp, dest)
-    return dest
-
-
 @dataclass(frozen=True)
 class LinkedStamp:
     """Stamped rows that are ranges of immutable Parquet files (`LinkedBatch`): the file
@@ -283,8 +257,10 @@ class IngestLogWriter:
     def __init__(
         self, log_dir: str, source_schema: pa.Schema, entries: LogEntries, offset: int = 0
     ) -> None:
-        os.makedirs(log_dir, exist_ok=True)
-        self.log_dir = log_dir
+        #: the log directory, through the one filesystem layer (`sealtime.storage.fs`)
+        self.fs = DataFS.from_uri(log_dir)
+        self.fs.create_dir()
+        self.log_dir = self.fs.location
         self.schema = data_schema(source_schema)
         self.entries = entries
         self.offset = offset
@@ -333,8 +309,8 @@ class IngestLogWriter:
         self._write(table, f"health-{tick:08d}.parquet", self.entries.health, 0)
 
     def _write(self, table: pa.Table, name: str, entries: list[LogFile], late: int) -> None:
-        path = os.path.join(self.log_dir, name)
-        pq.write_table(table, path)
+        path = self.fs.join(name)
+        pq.write_table(table, self.fs.path(name), filesystem=self.fs.fs)
         t = table.column("_time")
         entries.append(
             LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late)
@@ -346,12 +322,16 @@ class IngestLogWriter:
             n = end - first
             times = stamp.times[at : at + n]
             late = stamp.late[at : at + n]
-            dest = link_file(path, os.path.join(self.log_dir, f"src-{os.path.basename(path)}"))
+            # Immutable input is linked into the log once (copied across filesystems).
+            name = f"src-{os.path.basename(path)}"
+            self.fs.link_or_copy(path, name)
+            dest = self.fs.join(name)
             late_path = ""
             n_late = int(late.sum())
             if n_late:
                 rows = np.flatnonzero(late)
-                late_path = os.path.join(self.log_dir, f"late-{tick:08d}-{k:04d}.parquet")
+                late_name = f"late-{tick:08d}-{k:04d}.parquet"
+                late_path = self.fs.join(late_name)
                 assert stamp.reason is not None
                 sidecar = pa.table(
                     [
@@ -361,8 +341,8 @@ class IngestLogWriter:
                     ],
                     schema=LATE_SIDECAR_SCHEMA,
                 )
-                pq.write_table(sidecar, late_path)
-                fsync_file(late_path)  # the engine makes `path` durable; the sidecar is ours
+                pq.write_table(sidecar, self.fs.path(late_name), filesystem=self.fs.fs)
+                self.fs.sync([late_name])  # the engine makes `path` durable; the sidecar is ours
             self.entries.data.append(
                 LogFile(
                     dest,

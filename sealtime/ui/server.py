@@ -19,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+from ..storage.fs import DataFS
 from .logs import latest_errors, latest_late
 from .metrics import registry_for, render
 from .snapshot import Monitor
@@ -72,12 +73,10 @@ class _StateSizes:
         if hit is not None and now - hit[0] < self.ttl:
             return hit[1]
         size: int | None = None
-        if os.path.isdir(path):
-            size = 0
-            for root, _dirs, files in os.walk(path):
-                for f in files:
-                    with contextlib.suppress(OSError):
-                        size += os.path.getsize(os.path.join(root, f))
+        with contextlib.suppress(OSError, ConfigError):
+            state = DataFS.from_uri(path, setting="state directory")
+            if state.is_dir():
+                size = sum(e.size for e in state.list(recursive=True) if not e.is_dir)
         self._cache[path] = (now, size)
         return size
 

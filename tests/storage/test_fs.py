@@ -313,7 +313,7 @@ def test_checkpoint_spill_and_replay_links_on_object_store(s3_dir: DataFS, tmp_p
 def test_dataflow_on_object_store_needs_postgres_and_says_why(subtree_dir: DataFS):
     with pytest.raises(ConfigError, match=r"Dataflow\(data_dir='sub://.*metadata='postgresql://"):
         st.Dataflow("f", data_dir=subtree_dir.location)
-    with pytest.raises(ConfigError, match="not supported yet.*shared POSIX mount"):
+    with pytest.raises(ConfigError, match="not supported for operator state.*shared POSIX mount"):
         st.Dataflow("f", data_dir=subtree_dir.location, metadata="postgresql://u@h:5432/db")
     with pytest.raises(ConfigError, match=r"Dataflow\(data_dir\)='oss://"):
         st.Dataflow("f", data_dir="oss://bucket/x")
