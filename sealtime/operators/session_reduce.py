@@ -9,19 +9,17 @@ costs O(delta + rows of open sessions), since an insertion may merge two session
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..dataflow.plan import Node
 from ..spark.frames import CNT, DIFF, TIME, consolidate, null_safe_join, union_all
 from ..spark.reduce import AggregateReducer, TopKReducer
-from ..spark.spill import SpillStore
+from ..spark.spill import SpillStore, checkpoint_frame
 from .base import Env, Operator
 
 __all__ = ["SessionReduce"]
@@ -94,23 +92,11 @@ class SessionReduce(Operator):
         return out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
 
     def state(self, directory: str) -> dict[str, Any]:
-        if self.buffer is None:
-            return {"buffer": None}
-        path = os.path.join(directory, "buffer")
-        self.buffer.write.mode("overwrite").parquet(path)
-        return {"buffer": {"path": path, "schema": self.buffer.schema.json()}}
+        return {"buffer": checkpoint_frame(self.buffer, os.path.join(directory, "buffer"))}
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.spills.remove_all()
-        entry = state.get("buffer")
-        if entry is None:
-            self.buffer = None
-            return
-        schema = T.StructType.fromJson(json.loads(entry["schema"]))
-        df = self.env.spark.read.schema(schema).parquet(entry["path"])
-        # A copy of our own: the checkpoint's files go when a newer one is taken.
         self.generation += 1
-        self.buffer = self.spills.write(df, "tagged", self.generation)
+        self.buffer = self.spills.restore_frame(state.get("buffer"), "tagged", self.generation)
 
     def after_tick(self, pinned: bool) -> None:
         self.spills.collect_garbage()

@@ -21,18 +21,16 @@ timeout fired leave the state).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..dataflow.plan import Node
 from ..spark.frames import DIFF, TIME, consolidate, union_all
-from ..spark.spill import SpillStore
+from ..spark.spill import SpillStore, checkpoint_frame
 from ..time.order import MAX_TIME
 from .base import Env, Operator
 
@@ -98,22 +96,11 @@ class Timeout(Operator):
         return MAX_TIME if hi is None else hi - 1
 
     def state(self, directory: str) -> dict[str, Any]:
-        if self.pending is None:
-            return {"pending": None}
-        path = os.path.join(directory, "pending")
-        self.pending.write.mode("overwrite").parquet(path)
-        return {"pending": {"path": path, "schema": self.pending.schema.json()}}
+        return {"pending": checkpoint_frame(self.pending, os.path.join(directory, "pending"))}
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.spills.remove_all()
-        entry = state.get("pending")
-        if entry is None:
-            self.pending = None
-            return
-        schema = T.StructType.fromJson(json.loads(entry["schema"]))
-        df = self.env.spark.read.schema(schema).parquet(entry["path"])
         self.generation += 1
-        self.pending = self.spills.write(df, "keys", self.generation)
+        self.pending = self.spills.restore_frame(state.get("pending"), "keys", self.generation)
 
     def after_tick(self, pinned: bool) -> None:
         self.spills.collect_garbage()

@@ -10,11 +10,30 @@ that neither the live state nor the latest checkpoint refer to.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
 from ..storage.fs import DataFS
 
-__all__ = ["SpillStore"]
+__all__ = ["SpillStore", "checkpoint_frame"]
+
+
+def checkpoint_frame(df: DataFrame | None, directory: str) -> dict[str, Any] | None:
+    """Write `df` into a soft checkpoint's `directory` (one Spark job) and return its
+    description for the checkpoint manifest (None: no frame).
+    `SpillStore.restore_frame` reads it back.
+
+    >>> checkpoint_frame(None, "/tmp/x") is None
+    True
+    """
+    if df is None:
+        return None
+    fs = DataFS.from_uri(directory, setting="checkpoint directory")
+    df.write.mode("overwrite").parquet(fs.spark_uri())
+    return {"path": fs.location, "schema": df.schema.json()}
 
 
 class SpillStore:
@@ -53,6 +72,20 @@ class SpillStore:
     def _spark_uri(self, path: str) -> str:
         rel = self.fs.rel(path)
         return path if rel is None else self.fs.spark_uri(rel)
+
+    def restore_frame(
+        self, entry: dict[str, Any] | None, name: str, generation: int
+    ) -> DataFrame | None:
+        """Forget every spill, then copy the frame a checkpoint described
+        (`checkpoint_frame`) into generation `generation` of `name` — a copy of our own,
+        since the checkpoint's files go when a newer one is taken. None: no frame."""
+        self.remove_all()
+        if entry is None:
+            return None
+        assert self.spark is not None
+        schema = T.StructType.fromJson(json.loads(entry["schema"]))
+        df = self.read(entry["path"], schema)
+        return self.write(df, name, generation)
 
     def drop(self, name: str) -> None:
         """`name` holds nothing any more (its files go at the next collection)."""
