@@ -13,6 +13,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .columns import DIFF, TIME
+
 __all__ = ["main"]
 
 
@@ -71,7 +73,7 @@ def demo(args: argparse.Namespace) -> int:
                 part = table.filter(pa.compute.equal(table.column("window_start"), ws))
                 we = part.column("window_end")[0].as_py()
                 print(f"\n▶ {title}: window [{_fmt_time(ws)}, {_fmt_time(we)}) sealed")
-                df = part.drop_columns(["window_start", "window_end", "_time", "_diff"]).to_pandas()
+                df = part.drop_columns(["window_start", "window_end", TIME, DIFF]).to_pandas()
                 print(df.sort_values(df.columns[0]).to_string(index=False))
 
         return fn

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .columns import DIFF, TIME
 from .dataflow.collection import Collection
 from .dataflow.dataflow import Dataflow
 from .sources.rows import Rows
@@ -86,6 +87,6 @@ class TestFlow:
         """`col`'s updates as ``(*row, time, diff)`` tuples in time order."""
         self.run()
         table = col.updates()
-        names = [*col.columns, "_time", "_diff"]
+        names = [*col.columns, TIME, DIFF]
         columns = [table.column(n).to_pylist() for n in names]
         return list(zip(*columns, strict=True))

@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..columns import DIFF, TIME
 from ..errors import PlanError, SchemaError
 from ..spark.plans import Projection
 from .aggregates import Aggregate
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Collection"]
 
-_SYSTEM = ("_time", "_diff", "_cnt")
+_SYSTEM = (TIME, DIFF, "_cnt")
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
@@ -126,7 +127,7 @@ class Collection:
     ) -> Collection:
         """A per-row operator given as a function of the input delta DataFrame."""
         probe = fn(self._flow._empty_delta(self._node.schema))
-        missing = [c for c in ("_time", "_diff") if c not in probe.columns]
+        missing = [c for c in (TIME, DIFF) if c not in probe.columns]
         if missing:
             raise ValueError(f"{name}: the function dropped {missing}; keep the system columns")
         schema = T.StructType([f for f in probe.schema.fields if f.name not in _SYSTEM])
@@ -167,7 +168,7 @@ class Collection:
 
         def select(df: DataFrame) -> DataFrame:
             if not built:
-                built.append(Projection([*columns, "_time", "_diff"]))
+                built.append(Projection([*columns, TIME, DIFF]))
             return built[0].apply(df)
 
         select.__name__ = "select"

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..columns import DIFF, TIME
 from ..errors import ConfigError, SchemaError
 from ..sinks.base import Sink, SinkBinding
 from ..sources.base import Source
@@ -50,13 +51,13 @@ class SourceCollection(Collection):
                 f"source {self._node.name!r} has no subsource {name!r}; "
                 f"it has {', '.join(subsources)}"
             )
-        cols = [f.name for f in subsources[name] if f.name not in ("_time", "_diff")]
+        cols = [f.name for f in subsources[name] if f.name not in (TIME, DIFF)]
 
         built: list = []  # the filter and the projection, built on first use only
 
         def pick(df: DataFrame) -> DataFrame:
             if not built:
-                built.extend([F.col("_subsource") == name, Projection([*cols, "_time", "_diff"])])
+                built.extend([F.col("_subsource") == name, Projection([*cols, TIME, DIFF])])
             return built[1].apply(df.filter(built[0]))
 
         pick.__name__ = f"subsource[{name}]"
@@ -205,7 +206,7 @@ class Dataflow:
             raise TypeError(
                 f"source {name!r}: expected a sealtime Source, got {type(source).__name__}"
             )
-        explicit = source.time_column == "_time"
+        explicit = source.time_column == TIME
         if time is not None and time not in source.schema.names:
             raise SchemaError(
                 f"source {name!r}: time={time!r} is not a column of the source; its columns "
@@ -234,7 +235,7 @@ class Dataflow:
                     f"source {name!r}: idle_timeout={idle_timeout!r} must be > 0, "
                     "e.g. idle_timeout='5s'"
                 )
-        names = [n for n in source.schema.names if n not in ("_time", "_diff")]
+        names = [n for n in source.schema.names if n not in (TIME, DIFF)]
         spark_schema = self._spark_schema(source.schema, names)
         node = Node(
             "source",
@@ -459,8 +460,8 @@ class Dataflow:
 
     def _empty_delta(self, schema: T.StructType) -> DataFrame:
         fields = list(schema.fields) + [
-            T.StructField("_time", T.LongType(), False),
-            T.StructField("_diff", T.LongType(), False),
+            T.StructField(TIME, T.LongType(), False),
+            T.StructField(DIFF, T.LongType(), False),
         ]
         return self._spark.createDataFrame([], T.StructType(fields))
 
@@ -672,13 +673,12 @@ class Dataflow:
             df = self._empty_delta(node.schema)
         else:
             df = self._engine.trace_frame(node)
-        cols = node.columns + ["_time", "_diff"]
+        cols = node.columns + [TIME, DIFF]
         table = df.select(*cols).toArrow()
         if table.num_rows == 0:
             return table
         return table.sort_by(
-            [("_time", "ascending")]
-            + [(c, "ascending") for c in node.columns if _sortable(table, c)]
+            [(TIME, "ascending")] + [(c, "ascending") for c in node.columns if _sortable(table, c)]
         )
 
     def _to_spark(self, node: Node, as_of: int | None) -> DataFrame:
@@ -689,8 +689,8 @@ class Dataflow:
             else self._empty_delta(node.schema)
         )
         if as_of is not None:
-            df = df.filter(F.col("_time") <= as_of)
-        acc = df.groupBy(*node.columns).agg(F.sum("_diff").alias("_cnt")).filter(F.col("_cnt") != 0)
+            df = df.filter(F.col(TIME) <= as_of)
+        acc = df.groupBy(*node.columns).agg(F.sum(DIFF).alias("_cnt")).filter(F.col("_cnt") != 0)
         negative = acc.filter(F.col("_cnt") < 0).limit(1).collect()
         if negative:
             raise ValueError(

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..columns import DIFF, TIME
 from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
 from ..time.order import MIN_TIME
@@ -97,7 +98,7 @@ class SourceRuntime:
         self.max_rows = max_rows
         #: replay: read nothing upstream; the engine feeds the original bindings instead
         self.replay = replay
-        self.explicit = source.time_column == "_time"
+        self.explicit = source.time_column == TIME
         self.stamper = Timestamper(
             name,
             time_column=time_column,
@@ -217,8 +218,8 @@ class SourceRuntime:
             if links:
                 times = np.full(n, into_time, np.int64)
                 return LinkedStamp(links, times, np.zeros(n, bool), None, fixed=into_time)
-            table = data.append_column("_time", pa.array(np.full(n, into_time, np.int64)))
-            table = table.append_column("_diff", pa.array(np.ones(n, np.int64)))
+            table = data.append_column(TIME, pa.array(np.full(n, into_time, np.int64)))
+            table = table.append_column(DIFF, pa.array(np.ones(n, np.int64)))
             return table.append_column("_late", pa.nulls(n, pa.string()))
         admission = self.stamper.admit(self.stamper.event_times(data))
         self.late_count += admission.late_count
@@ -232,13 +233,13 @@ class SourceRuntime:
             )
         table = data
         if not self.explicit:
-            table = table.append_column("_time", pa.array(admission.times))
-            table = table.append_column("_diff", pa.array(np.ones(n, np.int64)))
+            table = table.append_column(TIME, pa.array(admission.times))
+            table = table.append_column(DIFF, pa.array(np.ones(n, np.int64)))
         elif admission.reason is not None:
             # A late record is stamped at the (unsealed) bound it missed, so it is
             # released to the `late` output like any other update.
-            i = table.schema.get_field_index("_time")
-            table = table.set_column(i, "_time", pa.array(admission.times))
+            i = table.schema.get_field_index(TIME)
+            table = table.set_column(i, TIME, pa.array(admission.times))
         reason = admission.reason if admission.reason is not None else pa.nulls(n, pa.string())
         return table.append_column("_late", reason)
 
@@ -246,7 +247,7 @@ class SourceRuntime:
         """Rows whose event time is null go to `errors` (raw row as JSON + reason); the
         rest go on. A linked batch with such rows is read whole and logged as a copy, so
         the log never links a file range holding a row that is not in the output."""
-        column = "_time" if self.explicit else self.time_column
+        column = TIME if self.explicit else self.time_column
         assert column is not None
         if batch.data.column(column).null_count == 0:
             return batch

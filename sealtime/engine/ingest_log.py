@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..columns import DIFF, LATE, OFFSET, TIME
 from ..storage.fs import DataFS
 
 __all__ = [
@@ -71,27 +72,27 @@ __all__ = [
 
 #: the system columns of a data log file, after the source's columns
 DATA_SYSTEM_FIELDS = (
-    pa.field("_time", pa.int64()),
-    pa.field("_diff", pa.int64()),
-    pa.field("_late", pa.string()),
-    pa.field("_offset", pa.int64()),
+    pa.field(TIME, pa.int64()),
+    pa.field(DIFF, pa.int64()),
+    pa.field(LATE, pa.string()),
+    pa.field(OFFSET, pa.int64()),
 )
 #: rows that do not decode or have no event time
 ERRORS_SCHEMA = pa.schema(
-    [("raw", pa.string()), ("reason", pa.string()), ("_time", pa.int64()), ("_diff", pa.int64())]
+    [("raw", pa.string()), ("reason", pa.string()), (TIME, pa.int64()), (DIFF, pa.int64())]
 )
 #: changes of the reader's status (the old status retracted, the new one added)
 HEALTH_SCHEMA = pa.schema(
     [
         ("source", pa.string()),
         ("status", pa.string()),
-        ("_time", pa.int64()),
-        ("_diff", pa.int64()),
+        (TIME, pa.int64()),
+        (DIFF, pa.int64()),
     ]
 )
 #: the late rows of a linked entry: row index in the file, the bound it missed, reason
 LATE_SIDECAR_SCHEMA = pa.schema(
-    [("__row", pa.int64()), ("_time", pa.int64()), ("reason", pa.string())]
+    [("__row", pa.int64()), (TIME, pa.int64()), ("reason", pa.string())]
 )
 #: the outputs `IngestLogReader.frame` reads
 OUTPUTS = ("main", "late", "errors", "health")
@@ -104,7 +105,7 @@ def data_schema(source_schema: pa.Schema) -> pa.Schema:
     >>> data_schema(pa.schema([("k", pa.string()), ("_time", pa.int64())])).names
     ['k', '_time', '_diff', '_late', '_offset']
     """
-    data = [f for f in source_schema if f.name not in ("_time", "_diff")]
+    data = [f for f in source_schema if f.name not in (TIME, DIFF)]
     return pa.schema(data + list(DATA_SYSTEM_FIELDS))
 
 
@@ -311,7 +312,7 @@ class IngestLogWriter:
     def _write(self, table: pa.Table, name: str, entries: list[LogFile], late: int) -> None:
         path = self.fs.join(name)
         pq.write_table(table, self.fs.path(name), filesystem=self.fs.fs)
-        t = table.column("_time")
+        t = table.column(TIME)
         entries.append(
             LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late)
         )
@@ -425,7 +426,7 @@ class IngestLogReader:
         entries = self._entries(output, lo, hi)
         if not entries:
             return None
-        cols = [c for c in self.source_schema.names if c not in ("_time", "_diff")]
+        cols = [c for c in self.source_schema.names if c not in (TIME, DIFF)]
         parts: list[tuple[Any, bool]] = []  # (frame, holds only times in [lo, hi))
         copied_entries = [f for f in entries if not f.linked]
         copied = [f.path for f in copied_entries]
@@ -433,15 +434,15 @@ class IngestLogReader:
             # An explicit schema spares Spark a job to infer it from the files' footers.
             df = spark.read.schema(self.spark_schema(output)).parquet(*copied)
             if output == "main":
-                df = df.filter(F.col("_late").isNull()).select(*data, "_time", "_diff")
+                df = df.filter(F.col("_late").isNull()).select(*data, TIME, DIFF)
             elif output == "late":
                 df = df.filter(F.col("_late").isNotNull()).select(
-                    *cols, F.col("_late").alias("reason"), "_time", "_diff"
+                    *cols, F.col("_late").alias("reason"), TIME, DIFF
                 )
             elif output == "health":
-                df = df.select("source", "status", "_time", "_diff")
+                df = df.select("source", "status", TIME, DIFF)
             else:
-                df = df.select("raw", "reason", "_time", "_diff")
+                df = df.select("raw", "reason", TIME, DIFF)
             parts.append((df, all(_inside(e, lo, hi) for e in copied_entries)))
         linked = [f for f in entries if f.linked]
         if linked:
@@ -477,10 +478,10 @@ class IngestLogReader:
 
         from ..spark.plans import Projection
 
-        fields = [f for f in self.source_schema if f.name not in ("_time", "_diff")]
+        fields = [f for f in self.source_schema if f.name not in (TIME, DIFF)]
         if "schema" not in self._columns:
             self._columns["schema"] = from_arrow_schema(pa.schema(fields))
-            self._columns["one"] = F.lit(1).cast("long").alias("_diff")
+            self._columns["one"] = F.lit(1).cast("long").alias(DIFF)
         schema = self._columns["schema"]
         one = self._columns["one"]
         names = [f.name for f in fields]
@@ -488,13 +489,13 @@ class IngestLogReader:
 
         def event_time(e: LogFile):
             if e.fixed_time is not None:
-                return F.lit(e.fixed_time).cast("long").alias("_time")
+                return F.lit(e.fixed_time).cast("long").alias(TIME)
             key = "time:" + e.time_column
             if key not in self._columns:
                 c = self._column(e.time_column)
                 typ = self.source_schema.field(e.time_column).type
                 t = F.unix_millis(c) if pa.types.is_timestamp(typ) else c.cast("long")
-                self._columns[key] = t.alias("_time")
+                self._columns[key] = t.alias(TIME)
             return self._columns[key]
 
         def in_range(e: LogFile, df) -> tuple[Any, bool]:
@@ -565,5 +566,5 @@ class IngestLogReader:
             else:
                 late = spark.read.schema(sidecar).parquet(e.late_path)
                 df = df.join(F.broadcast(late), "__row", "inner")
-                parts.append((df.select(*cols, "reason", "_time", one), _inside(e, lo, hi)))
+                parts.append((df.select(*cols, "reason", TIME, one), _inside(e, lo, hi)))
         return parts

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..columns import TIME
 from ..time.order import MIN_TIME
 
 __all__ = ["Admission", "Timestamper", "brute_force_late", "split_null_times"]
@@ -181,7 +182,7 @@ class Timestamper:
         [3, 4]
         """
         if self.explicit:
-            return data.column("_time").to_numpy(zero_copy_only=False).astype(np.int64)
+            return data.column(TIME).to_numpy(zero_copy_only=False).astype(np.int64)
         col = data.column(self.time_column)
         if pa.types.is_timestamp(col.type):
             col = pc.cast(pc.cast(col, pa.timestamp("ms", tz=col.type.tz)), pa.int64())

@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..columns import DIFF, TIME
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 
 __all__ = ["Agg", "AccumulateSpec", "accumulate", "empty_state", "state_schema"]
@@ -185,13 +186,13 @@ def accumulate(
     schema = state_schema(spec, in_schema)
     out_schema = (
         pa.schema([f for f in schema if f.name != HASH])
-        .append(pa.field("_time", pa.int64()))
-        .append(pa.field("_diff", pa.int64()))
+        .append(pa.field(TIME, pa.int64()))
+        .append(pa.field(DIFF, pa.int64()))
     )
     if delta.num_rows == 0:
         return out_schema.empty_table(), schema.empty_table()
-    times = int64s(delta.column("_time"))
-    diffs = int64s(delta.column("_diff"))
+    times = int64s(delta.column(TIME))
+    diffs = int64s(delta.column(DIFF))
     order, kstarts = exact_groups(delta, keys, then=times)
     t_sorted = times[order]
     sstarts = kstarts.copy()

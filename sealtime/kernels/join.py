@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..columns import DIFF, TIME
 from .keyed import HASH, exact_groups, match
 
 __all__ = ["JoinSpec", "join_step", "side_schema"]
@@ -74,16 +75,16 @@ def _consolidate(rows: pa.Table, columns: list[str], with_time: bool) -> pa.Tabl
     with np.errstate(over="ignore"):
         mixed = h * _MIX + r
         if with_time:
-            mixed = mixed * _MIX + _i64(rows.column("_time"))
+            mixed = mixed * _MIX + _i64(rows.column(TIME))
     probe = rows.append_column("__m", pa.array(mixed))
-    cols = columns + (["_time"] if with_time else [])
+    cols = columns + ([TIME] if with_time else [])
     order, starts = exact_groups(probe, cols, then=None, hash_column="__m")
-    diffs = _i64(rows.column("_diff"))[order]
+    diffs = _i64(rows.column(DIFF))[order]
     first = np.flatnonzero(starts)
     sums = np.add.reduceat(diffs, first)
     keep = sums != 0
     out = rows.take(pa.array(order[first[keep]], pa.int64()))
-    out = out.set_column(out.schema.get_field_index("_diff"), "_diff", pa.array(sums[keep]))
+    out = out.set_column(out.schema.get_field_index(DIFF), DIFF, pa.array(sums[keep]))
     return out.take(pa.array(np.argsort(_i64(out.column(HASH)), kind="stable"), pa.int64()))
 
 
@@ -104,9 +105,7 @@ def join_step(
     schema = delta.schema
     keys = list(spec.keys)
     out_fields = [schema.field(c) for c in (*keys, *spec.left, *spec.right)]
-    out_schema = pa.schema(
-        out_fields + [pa.field("_time", pa.int64()), pa.field("_diff", pa.int64())]
-    )
+    out_schema = pa.schema(out_fields + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
     # SQL equality: a null key matches nothing, so such rows need no state at all.
     for k in keys:
         if delta.column(k).null_count:
@@ -114,7 +113,7 @@ def join_step(
     side = np.asarray(delta.column(SIDE).to_numpy(), dtype=np.int8)
     deltas = []
     for s in (0, 1):
-        cols = [HASH, *keys, *spec.payload(s), ROW, "_time", "_diff"]
+        cols = [HASH, *keys, *spec.payload(s), ROW, TIME, DIFF]
         rows = delta.filter(pa.array(side == s)).select(cols)
         deltas.append(_consolidate(rows, [*keys, *spec.payload(s)], with_time=True))
     da, db = deltas
@@ -154,8 +153,8 @@ def join_step(
         erow = np.repeat(lo, n) + within
         dtab = d.take(pa.array(drow, pa.int64()))
         etab = entries.take(pa.array(erow, pa.int64()))
-        diff = _i64(dtab.column("_diff")) * _i64(etab.column(CNT))
-        time = _i64(dtab.column("_time"))
+        diff = _i64(dtab.column(DIFF)) * _i64(etab.column(CNT))
+        time = _i64(dtab.column(TIME))
         if s == 0:
             emit(dtab, etab, time, diff)
         else:
@@ -165,8 +164,8 @@ def join_step(
         if len(qi):
             a = da.take(pa.array(qi, pa.int64()))
             b = db.take(pa.array(ei, pa.int64()))
-            time = np.maximum(_i64(a.column("_time")), _i64(b.column("_time")))
-            diff = _i64(a.column("_diff")) * _i64(b.column("_diff"))
+            time = np.maximum(_i64(a.column(TIME)), _i64(b.column(TIME)))
+            diff = _i64(a.column(DIFF)) * _i64(b.column(DIFF))
             emit(a, b, time, diff)
     output = pa.concat_tables(parts) if parts else out_schema.empty_table()
 
@@ -175,6 +174,6 @@ def join_step(
         # The side's new run: its updates with the times collapsed, consolidated.
         cols = [HASH, *keys, *spec.payload(s), ROW]
         collapsed = _consolidate(d, [*keys, *spec.payload(s)], with_time=False)
-        run = collapsed.select(cols).append_column(CNT, collapsed.column("_diff"))
+        run = collapsed.select(cols).append_column(CNT, collapsed.column(DIFF))
         runs.append(run.cast(side_schema(spec, s, schema)))
     return output, (runs[0], runs[1])

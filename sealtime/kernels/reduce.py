@@ -66,6 +66,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..columns import DIFF, TIME
 from .int128 import Int128
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 from .topk import per_slot_count, per_slot_topk
@@ -85,8 +86,6 @@ __all__ = [
 
 ROW = "__r"  # hash of key and values: groups equal rows cheaply (verified on values)
 CNT = "__cnt"
-TIME = "_time"
-DIFF = "_diff"
 KINDS = ("count", "sum", "avg", "min", "max", "count_distinct")
 _MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads the key id
 _DEC_BOUND = Int128.from_pyints([10**38])  # decimal(38) holds |v| < 10**38

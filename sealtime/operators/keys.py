@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..arrangement.task import MARKER, PARTITION
+from ..columns import DIFF, TIME
 from ..kernels.keyed import HASH
 from .base import Env
 
@@ -147,8 +148,8 @@ class KeyRouting:
                 PARTITION: F.col("id").cast("int"),
                 CARRIER: F.element_at(carrier_array, F.col("id").cast("int") + 1),
                 MARKER: F.lit(True),
-                "_time": F.lit(0).cast("long"),
-                "_diff": F.lit(0).cast("long"),
+                TIME: F.lit(0).cast("long"),
+                DIFF: F.lit(0).cast("long"),
             }
             cols = [
                 special.get(f.name, F.lit(None).cast(f.dataType)).alias(f.name)

@@ -49,9 +49,9 @@ import pyarrow.dataset as pads
 from sealtime.pubsub.history import DIFF, consolidate
 from sealtime.time import Antichain
 
-__all__ = ["ShardHistory"]
+from ..columns import TIME
 
-TIME = "_time"
+__all__ = ["ShardHistory"]
 
 
 def _element(frontier: Antichain[Any]) -> int | None:

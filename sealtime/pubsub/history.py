@@ -29,10 +29,11 @@ import pyarrow.compute as pc
 
 from sealtime.time import Antichain, sorted_times
 
+from ..columns import DIFF
+
 __all__ = ["DIFF", "HistoryProvider", "InMemoryHistory", "consolidate"]
 
 #: Name of the multiplicity column of updates.
-DIFF = "_diff"
 
 
 @runtime_checkable

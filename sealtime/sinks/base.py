@@ -34,6 +34,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..columns import TIME
 from ..engine.failpoints import failpoint
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class ExactlyOnceSink(Sink, Generic[Written]):
             if delta is not None:
                 from pyspark.sql import functions as F
 
-                delta = delta.filter(F.col("_time") >= upper)
+                delta = delta.filter(F.col(TIME) >= upper)
             lo = upper
         written = self.write(delta, lo, hi, context)
         failpoint("sink.written")

@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any
 
+from ..columns import DIFF, TIME
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
 from .base import CommitContext, ExactlyOnceSink
@@ -130,5 +131,5 @@ def _with_system(schema):
 
     return T.StructType(
         list(schema.fields)
-        + [T.StructField("_time", T.LongType(), False), T.StructField("_diff", T.LongType(), False)]
+        + [T.StructField(TIME, T.LongType(), False), T.StructField(DIFF, T.LongType(), False)]
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from ..storage import Shard
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
@@ -65,7 +66,7 @@ class Persist(ExactlyOnceSink[list]):
         if delta is None:
             return []
         path = self._open().new_staging_path()
-        columns = [*context.schema.fieldNames(), "_time", "_diff"]
+        columns = [*context.schema.fieldNames(), TIME, DIFF]
         delta.select(*columns).write.parquet(self._open().spark_uri(path))
         return [path]
 

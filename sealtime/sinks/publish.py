@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from .base import CommitContext, Sink
 
 __all__ = ["Publish"]
@@ -74,13 +75,13 @@ class Publish(Sink):
         self.partitions = partitions
         self.by = [by] if isinstance(by, str) else (list(by) if by is not None else None)
         if schema is not None:
-            schema = pa.schema([f for f in schema if f.name not in ("_time", "_diff")])
+            schema = pa.schema([f for f in schema if f.name not in (TIME, DIFF)])
             if self.by is not None and (missing := [c for c in self.by if c not in schema.names]):
                 raise ValueError(
                     f"publish({topic!r}, by={self.by!r}): no column(s) {missing}; "
                     f"columns are {schema.names}"
                 )
-            schema = schema.append(pa.field("_diff", pa.int64()))
+            schema = schema.append(pa.field(DIFF, pa.int64()))
         self.schema = schema
         self.histories: list[Any] = []
         lowers: list[list[int]] = [[MIN_TIME]] * partitions
@@ -94,7 +95,7 @@ class Publish(Sink):
             from ..storage import Shard
 
             root = os.fspath(history_dir)
-            data_schema = pa.schema([f for f in schema if f.name != "_diff"])
+            data_schema = pa.schema([f for f in schema if f.name != DIFF])
             for p in range(partitions):
                 shard = Shard.create(
                     store,
@@ -156,7 +157,7 @@ class Publish(Sink):
         from pyspark.sql import functions as F
 
         if self.partitions > 1:
-            cols = self.by or [c for c in delta.columns if c not in ("_time", "_diff")]
+            cols = self.by or [c for c in delta.columns if c not in (TIME, DIFF)]
             # On Spark, vectorised; xxhash64 is deterministic across runs and machines.
             part = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in cols]), F.lit(self.partitions))
             delta = delta.withColumn(_PART, part.cast("long"))
@@ -170,7 +171,7 @@ class Publish(Sink):
         True: `delta`'s plan was computed."""
         table = self._split(delta) if delta is not None else None
         if table is not None and table.num_rows:
-            times = table.column("_time").to_numpy()
+            times = table.column(TIME).to_numpy()
             parts = table.column(_PART).to_numpy()
             order = np.lexsort((times, parts))
             table = table.take(pa.array(order))
@@ -200,12 +201,12 @@ class Publish(Sink):
             rows = (
                 part.drop_columns([_PART])
                 if part is not None
-                else pa.schema([*self.schema, pa.field("_time", pa.int64())]).empty_table()
+                else pa.schema([*self.schema, pa.field(TIME, pa.int64())]).empty_table()
             )
             # Log before propagating: the range is durable before any subscriber sees it.
             history.shard.append_idempotent(rows, lo, hi).expect_ok()
         if part is not None and len(times):
-            rows = part.drop_columns(["_time", _PART])
+            rows = part.drop_columns([TIME, _PART])
             if self.schema is not None:
                 rows = rows.select(self.schema.names).cast(self.schema)
             cuts = np.flatnonzero(np.diff(times)) + 1

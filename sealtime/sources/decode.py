@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
+from ..columns import SUBSOURCE
 from ..errors import SchemaError
 
 __all__ = [
@@ -58,7 +59,7 @@ __all__ = [
 #: Schema of `ReadBatch.errors`.
 ERRORS_SCHEMA = pa.schema([pa.field("raw", pa.string()), pa.field("reason", pa.string())])
 #: Column naming the output (subsource) of each row of a multi-output source.
-SUBSOURCE_COLUMN = "_subsource"
+SUBSOURCE_COLUMN = SUBSOURCE  # (sealtime.columns)
 
 _MIN_BLOCK = 1 << 20  # pyarrow.json block size floor (bytes)
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from .base import ReadBatch, Source, SourceReader
 
 __all__ = ["Rows", "to_arrow_schema"]
@@ -108,8 +109,8 @@ class Rows(Source):
     (2, True)
     """
 
-    time_column = "_time"
-    diff_column = "_diff"
+    time_column = TIME
+    diff_column = DIFF
 
     def __init__(self, schema: Any, rows: Iterable[Sequence[Any]], times_per_tick: int = 1) -> None:
         self.schema = to_arrow_schema(schema)
@@ -139,8 +140,8 @@ class Rows(Source):
                 cols[name].append(row.get(name))
         arrays = {n: _column(n, v, self.schema.field(n).type) for n, v in cols.items()}
         table = pa.table(arrays, schema=self.schema)
-        table = table.append_column("_time", pa.array(times, pa.int64()))
-        table = table.append_column("_diff", pa.array(diffs, pa.int64()))
+        table = table.append_column(TIME, pa.array(times, pa.int64()))
+        table = table.append_column(DIFF, pa.array(diffs, pa.int64()))
         order = np.argsort(np.asarray(times, dtype=np.int64), kind="stable")
         self.table = table.take(pa.array(order, pa.int64()))
         self.times = sorted(set(times))
@@ -152,7 +153,7 @@ class Rows(Source):
         >>> Rows({"k": "string"}, [(1, {"k": "a"}, -1)]).insert_only
         False
         """
-        return bool(np.all(self.table.column("_diff").to_numpy() > 0))
+        return bool(np.all(self.table.column(DIFF).to_numpy() > 0))
 
     def open(self, position: Any = None) -> SourceReader:
         return _RowsReader(self, int(position or 0))
@@ -167,7 +168,7 @@ class _RowsReader(SourceReader):
         times = self.source.times
         chunk = times[self.next : self.next + self.source.times_per_tick]
         self.next += len(chunk)
-        t_col = self.source.table.column("_time").to_numpy()
+        t_col = self.source.table.column(TIME).to_numpy()
         if chunk:
             lo = np.searchsorted(t_col, chunk[0], side="left")
             hi = np.searchsorted(t_col, chunk[-1], side="right")

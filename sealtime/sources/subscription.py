@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from ..time.order import MIN_TIME
 from .base import ReadBatch, Source, SourceReader
 
@@ -44,8 +45,8 @@ class Subscription(Source):
     x: int64
     """
 
-    time_column = "_time"
-    diff_column = "_diff"
+    time_column = TIME
+    diff_column = DIFF
 
     def __init__(
         self,
@@ -82,7 +83,7 @@ class Subscription(Source):
                     f"{len(entries)} partitions; view subscriptions are per partition — "
                     "publish the view with partitions=1 or subscribe in stream mode"
                 )
-        self.schema = pa.schema([f for f in schema if f.name not in ("_time", "_diff")])
+        self.schema = pa.schema([f for f in schema if f.name not in (TIME, DIFF)])
 
     @property
     def finite(self) -> bool:
@@ -126,13 +127,13 @@ class _SubscriptionReader(SourceReader):
         cols = [table.column(f.name).cast(f.type) for f in self.source.schema]
         n = table.num_rows
         diff = (
-            table.column("_diff").cast(pa.int64())
-            if "_diff" in table.column_names
+            table.column(DIFF).cast(pa.int64())
+            if DIFF in table.column_names
             else pa.array(np.ones(n, np.int64))
         )
         return pa.Table.from_arrays(
             [*cols, pa.array(np.full(n, time, np.int64)), diff],
-            names=[*self.source.schema.names, "_time", "_diff"],
+            names=[*self.source.schema.names, TIME, DIFF],
         )
 
     def read(self, max_rows: int | None = None) -> ReadBatch:
@@ -176,11 +177,11 @@ class _SubscriptionReader(SourceReader):
             pa.concat_tables(tables)
             if tables
             else pa.schema(
-                [*self.source.schema, ("_time", pa.int64()), ("_diff", pa.int64())]
+                [*self.source.schema, (TIME, pa.int64()), (DIFF, pa.int64())]
             ).empty_table()
         )
         if len(tables) > 1:
-            data = data.take(pa.array(np.argsort(data.column("_time").to_numpy(), kind="stable")))
+            data = data.take(pa.array(np.argsort(data.column(TIME).to_numpy(), kind="stable")))
         lower = self.lower
         position = None if lower is None else [int(t) for t in lower.elements()]
         frontier = None if lower is None or lower.is_empty() else int(lower.elements()[0])

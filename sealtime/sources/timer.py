@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from .base import ClockedReader, ReadBatch, Source, SourceReader
 
 __all__ = ["GAP_POLICIES", "ClockedSource", "HandOverReader", "TimeReset", "Timer"]
@@ -65,8 +66,8 @@ class ClockedSource(Source):
     such a source from the recorded binding times instead of reading its log, so a
     changed graph may add or change timers and still replay its recorded input."""
 
-    time_column = "_time"
-    diff_column = "_diff"
+    time_column = TIME
+    diff_column = DIFF
 
     @property
     def finite(self) -> bool:
@@ -121,8 +122,8 @@ class Timer(ClockedSource):
                 ("fired_at", pa.int64()),
                 ("seq", pa.int64()),
                 ("missed", pa.int64()),
-                ("_time", pa.int64()),
-                ("_diff", pa.int64()),
+                (TIME, pa.int64()),
+                (DIFF, pa.int64()),
             ]
         )
 
@@ -186,8 +187,8 @@ class _TimerReader(HandOverReader):
                 "fired_at": pa.array(times_all),
                 "seq": pa.array(np.concatenate([seqs, ks])),
                 "missed": pa.array(np.concatenate([missed, np.zeros(count, np.int64)])),
-                "_time": pa.array(times_all),
-                "_diff": pa.array(np.ones(len(times_all), np.int64)),
+                TIME: pa.array(times_all),
+                DIFF: pa.array(np.ones(len(times_all), np.int64)),
             },
             schema=self.timer.schema,
         )
@@ -214,8 +215,8 @@ class TimeReset(ClockedSource):
         [
             ("from_time", pa.int64()),
             ("to_time", pa.int64()),
-            ("_time", pa.int64()),
-            ("_diff", pa.int64()),
+            (TIME, pa.int64()),
+            (DIFF, pa.int64()),
         ]
     )
 
@@ -240,8 +241,8 @@ class _TimeResetReader(HandOverReader):
             {
                 "from_time": pa.array([r[0] for r in rows], pa.int64()),
                 "to_time": pa.array([r[1] for r in rows], pa.int64()),
-                "_time": pa.array([r[1] for r in rows], pa.int64()),
-                "_diff": pa.array([1] * len(rows), pa.int64()),
+                TIME: pa.array([r[1] for r in rows], pa.int64()),
+                DIFF: pa.array([1] * len(rows), pa.int64()),
             },
             schema=TimeReset.schema,
         )

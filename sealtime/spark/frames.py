@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ..columns import DIFF, TIME
+
 __all__ = [
     "CNT",
     "DIFF",
@@ -25,8 +27,6 @@ __all__ = [
     "union_all",
 ]
 
-TIME = "_time"
-DIFF = "_diff"
 CNT = "_cnt"
 SYSTEM_COLUMNS = (TIME, DIFF, CNT)
 

@@ -45,6 +45,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from ..columns import DIFF, TIME
 from .errors import SqlError
 from .pipeline import Pipeline
 from .statements import Explain, Select, Subscribe, is_complete, parse_statement, split
@@ -258,9 +259,9 @@ class Shell:
             df = coll.to_spark(as_of=as_of).groupBy(*columns).count()
             rows = df.toArrow()
             if as_of is None:
-                ts = coll.updates().column("_time")
+                ts = coll.updates().column(TIME)
                 as_of = max(ts.to_pylist()) if len(ts) else 0
-            self._emit(rows.rename_columns([*columns, "_diff"]), as_of, item.progress, columns)
+            self._emit(rows.rename_columns([*columns, DIFF]), as_of, item.progress, columns)
             if item.progress and frontier is not None:
                 self._progress(frontier, columns)
         if started and sealed is None:
@@ -287,13 +288,13 @@ class Shell:
             return
         rows = table.to_pylist()
         key = lambda r: (  # noqa: E731
-            r["_time"] if at is None else at,
-            r["_diff"],
+            r[TIME] if at is None else at,
+            r[DIFF],
             tuple((r[c] is None, str(r[c])) for c in columns),
         )
         for r in sorted(rows, key=key):
-            t = r["_time"] if at is None else at
-            fields = [format_value(t)] + (["f"] if progress else []) + [format_value(r["_diff"])]
+            t = r[TIME] if at is None else at
+            fields = [format_value(t)] + (["f"] if progress else []) + [format_value(r[DIFF])]
             self._print("\t".join(fields + [format_value(r[c]) for c in columns]))
 
     def _progress(self, frontier: int, columns: list[str]) -> None:

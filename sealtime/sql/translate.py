@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from ..columns import DIFF, TIME
 from . import catalog
 from .errors import SqlError
 from .expressions import (
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Translator", "col_ref"]
 
-_SYSTEM = ("_time", "_diff", "_cnt")
+_SYSTEM = (TIME, DIFF, "_cnt")
 
 #: clauses a view cannot have, with what to say about them
 _MODIFIERS = {
@@ -618,7 +619,7 @@ class Translator:
                 call.table,
                 fallback=call.node,
             )
-        if call.descriptor.lower() != "_time":
+        if call.descriptor.lower() != TIME:
             found = rel.try_resolve(exp.Column(this=exp.Identifier(this=call.descriptor)))
             if not found:
                 rel.resolve(call.descriptor_node, self.parsed)  # raises "unknown column"

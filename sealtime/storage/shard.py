@@ -53,6 +53,8 @@ from sealtime.errors import ReadBelowSinceError, StorageError
 from sealtime.storage.fs import DataFS
 from sealtime.storage.metadata import MetadataStore, Transaction
 
+from ..columns import DIFF, TIME
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
@@ -78,8 +80,6 @@ __all__ = [
     "consolidate",
 ]
 
-TIME = "_time"
-DIFF = "_diff"
 
 #: How long a retired (compacted-away) or unreferenced file is kept before garbage
 #: collection deletes it, so readers holding file lists from a snapshot or listen

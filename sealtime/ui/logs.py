@@ -18,9 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..columns import DIFF, TIME
+
 __all__ = ["latest_errors", "latest_late"]
 
-_SYSTEM = ("_diff", "_offset")
+_SYSTEM = (DIFF, "_offset")
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -38,7 +40,7 @@ def latest_late(files: tuple[tuple[str, str, int], ...], limit: int) -> list[dic
             if late_path:  # a linked entry: the sidecar lists the late rows of the file
                 side = pq.read_table(late_path)
                 data = pq.read_table(path).take(side.column("__row"))
-                table = data.append_column("_time", side.column("_time")).append_column(
+                table = data.append_column(TIME, side.column(TIME)).append_column(
                     "reason", side.column("reason")
                 )
             else:
@@ -62,7 +64,7 @@ def latest_errors(files: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in reversed(files):
         try:
-            table = pq.read_table(path, columns=["raw", "reason", "_time"])
+            table = pq.read_table(path, columns=["raw", "reason", TIME])
         except (FileNotFoundError, OSError):
             continue
         out.extend(reversed(_rows(table)))
