@@ -111,7 +111,7 @@ class SourceState:
 
     def to_json(self) -> dict[str, Any]:
         """The stored form: a JSON object of the fields."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SourceState:
@@ -265,8 +265,10 @@ def restore_point(
             out[name] = part
             mark = truncated.get(name, MIN_TIME)
             lists = kept.setdefault(name, {"files": [], "error_files": [], "health_files": []})
-            for kind, entries in lists.items():
-                entries += [f for f in getattr(part, kind) if f.max_time >= mark]
+            for entries, logged in zip(
+                lists.values(), (part.files, part.error_files, part.health_files), strict=True
+            ):
+                entries += [f for f in logged if f.max_time >= mark]
     return {
         name: dataclasses.replace(part, **{k: tuple(v) for k, v in kept[name].items()})
         for name, part in out.items()
