@@ -63,10 +63,11 @@ def test_subscriber_imports_and_runs_without_pyspark():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("OK")
-    # Only the time core and pub-sub are needed.
+    # Only the time core, pub-sub and the system column names (constants) are needed.
     modules = ast.literal_eval(result.stdout[3:].strip())
     assert all(
-        m == "sealtime" or m.startswith(("sealtime.pubsub", "sealtime.time")) for m in modules
+        m in ("sealtime", "sealtime.columns") or m.startswith(("sealtime.pubsub", "sealtime.time"))
+        for m in modules
     )
 
 
@@ -128,6 +129,7 @@ def test_subscribe_through_a_data_dir_catalog_without_pyspark(tmp_path):
     assert last.startswith("OK")
     modules = ast.literal_eval(last[3:].strip())
     assert all(
-        m in ("sealtime", "sealtime.cli") or m.startswith(("sealtime.pubsub", "sealtime.time"))
+        m in ("sealtime", "sealtime.cli", "sealtime.columns")
+        or m.startswith(("sealtime.pubsub", "sealtime.time"))
         for m in modules
     ), modules
