@@ -6,6 +6,7 @@ the `dev` profile is the default for quick local runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -72,3 +73,37 @@ def make_flow(spark):
     yield make
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A moto S3 server on loopback with one bucket, ``s3a://sealtime-test`` registered
+    to reach it (as a user would register a MinIO endpoint). Yields its ``fs.s3a.*``
+    settings and ``"bucket"``. ``moto[server]`` is in the test extra."""
+    import pyarrow.fs as pafs
+
+    from sealtime.storage.fs import (
+        register_filesystem,
+        s3_options_from_hadoop,
+        unregister_filesystem,
+    )
+
+    server_mod = pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    conf = {
+        "fs.s3a.endpoint": f"http://{host}:{port}",
+        "fs.s3a.access.key": "test",
+        "fs.s3a.secret.key": "test",
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.endpoint.region": "us-east-1",
+    }
+    bucket = "sealtime-test"
+    s3 = pafs.S3FileSystem(**s3_options_from_hadoop(conf), allow_bucket_creation=True)
+    s3.create_dir(bucket)
+    register_filesystem(f"s3a://{bucket}", s3)
+    yield {**conf, "bucket": bucket}
+    unregister_filesystem(f"s3a://{bucket}")
+    server.stop()

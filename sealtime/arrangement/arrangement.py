@@ -10,10 +10,11 @@ Executor loss cannot lose the state: runs are files in the data dir, not blocks 
 executor, and a task re-executed by Spark reads the same files (its version's inputs)
 and rewrites the same file.
 
-The driver's file operations here (listing, deleting, fsync) go through
-`sealtime.storage.fs.DataFS`; the kernels inside Spark tasks (`runs`: ``write_run``,
-``read_run``, ``live_spine``) keep plain local I/O — they memory-map runs — so the state
-directory must be a local path (one machine) or a shared POSIX mount (a cluster).
+Every file operation, the driver's (listing, deleting, fsync) and the kernels' inside
+Spark tasks (`runs`: ``write_run``, ``read_run``, ``live_spine``), goes through the
+arrangement's `sealtime.storage.fs.DataFS` (`Arrangement.fs`, which the steps carry to
+the executors): the state directory may be local, a shared POSIX mount, HDFS or an
+object store, wherever the data dir is (`docs/storage-fs.md`).
 
 >>> import tempfile
 >>> a = Arrangement(tempfile.mkdtemp(), partitions=2)
@@ -23,17 +24,17 @@ directory must be a local path (one machine) or a shared POSIX mount (a cluster)
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..storage.fs import DataFS
-from .runs import live_spine, parse_bucket, parse_spine, partition_dir, run_rows
+from .runs import live_spine, parse_bucket, parse_spine, partition_dir, partition_name, run_rows
 
 __all__ = ["Arrangement"]
 
 
 class Arrangement:
-    """Versions and files of one arrangement (`partitions` directories under `directory`)."""
+    """Versions and files of one arrangement (`partitions` directories under `directory`,
+    a local path or a URI)."""
 
     def __init__(self, directory: str, partitions: int) -> None:
         if partitions < 1:
@@ -53,7 +54,7 @@ class Arrangement:
 
     def _rel(self, p: int) -> str:
         """Partition `p`'s directory relative to `fs`."""
-        return os.path.basename(self.partition_dir(p))
+        return partition_name(p)
 
     def advance(self) -> int:
         """The version this tick's step writes (the writer calls it once per tick)."""
@@ -122,18 +123,17 @@ class Arrangement:
         """Remove spine runs merged into wider ones and buckets already emitted, keeping
         what the checkpoint refers to."""
         for p in range(self.partitions):
-            d = self.partition_dir(p)
-            names = self.fs.names(self._rel(p))
+            d = self.fs.child(self._rel(p))
+            names = d.names()
             if any(n.startswith("r") for n in names):
-                keep = {r.path for r in live_spine(d, self.version)}
+                keep = {r.name for r in live_spine(d, self.version)}
                 if self.pinned:
-                    keep |= {r.path for r in live_spine(d, self.pinned)}
+                    keep |= {r.name for r in live_spine(d, self.pinned)}
             for name in names:
-                path = os.path.join(d, name)
                 spine = parse_spine(name)
                 bucket = parse_bucket(name)
                 if spine is not None:
-                    drop = spine[1] <= self.version and path not in keep
+                    drop = spine[1] <= self.version and name not in keep
                 elif bucket is not None:
                     drop = self._emitted(bucket[0], self.emitted) and not (
                         self.pinned is not None
@@ -153,12 +153,12 @@ class Arrangement:
         """Rows in the state's runs (a size measure for metrics and benchmarks)."""
         total = 0
         for p in range(self.partitions):
-            d = self.partition_dir(p)
-            names = self.fs.names(self._rel(p))
+            d = self.fs.child(self._rel(p))
+            names = d.names()
             if any(parse_spine(n) for n in names):
-                total += sum(run_rows(r.path) for r in live_spine(d, self.version))
+                total += sum(run_rows(d, r.name) for r in live_spine(d, self.version))
             for name in names:
                 bucket = parse_bucket(name)
                 if bucket and not self._emitted(bucket[0], self.emitted):
-                    total += run_rows(os.path.join(d, name))
+                    total += run_rows(d, name)
         return total

@@ -26,7 +26,6 @@ the state is large. Rows keep the hash order, so merges are merges of sorted run
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,7 +33,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..kernels.keyed import HASH, exact_groups, match
-from .runs import live_spine, read_run, run_rows, spine_name, write_run
+from ..storage.fs import DataFS
+from .runs import as_fs, live_spine, read_run, run_rows, spine_name, write_run
 
 __all__ = ["CNT", "ROW_HASH", "Lookup", "SpinePartition", "consolidate_rows"]
 
@@ -93,14 +93,15 @@ def consolidate_rows(table: pa.Table, keys: Sequence[str], columns: Sequence[str
 class SpinePartition:
     """The runs of one partition directory, read at ``version - 1``, written at `version`.
 
-    `keys` are the key columns (besides ``__h``); `mode` is ``"upsert"`` or
+    `directory` is the partition's `DataFS` (or a local path or URI). `keys` are the
+    key columns (besides ``__h``); `mode` is ``"upsert"`` or
     ``"additive"``. For upsert, `empty` tells which rows hold an empty state (dropped
     when merged into the oldest run).
     """
 
     def __init__(
         self,
-        directory: str,
+        directory: DataFS | str,
         version: int,
         keys: Sequence[str],
         mode: str,
@@ -109,32 +110,33 @@ class SpinePartition:
     ) -> None:
         if mode not in ("upsert", "additive"):
             raise ValueError(f"SpinePartition(mode={mode!r})")
-        self.directory = directory
+        self.fs = as_fs(directory)
+        self.directory = self.fs.location
         self.version = version
         self.keys = list(keys)
         self.mode = mode
         self.empty = empty
         self.columns = list(columns) if columns is not None else None
-        self._runs = live_spine(directory, version - 1)
+        self._runs = live_spine(self.fs, version - 1)
         self._tables: dict[str, pa.Table] = {}
 
     @property
     def run_count(self) -> int:
         return len(self._runs)
 
-    def _table(self, path: str) -> pa.Table:
-        if path not in self._tables:
-            self._tables[path] = read_run(path)
-        return self._tables[path]
+    def _table(self, name: str) -> pa.Table:
+        if name not in self._tables:
+            self._tables[name] = read_run(self.fs, name)
+        return self._tables[name]
 
     def rows(self) -> int:
         """Rows stored in the live runs (entries, not distinct keys)."""
-        return sum(run_rows(r.path) for r in self._runs)
+        return sum(run_rows(self.fs, r.name) for r in self._runs)
 
     # ------------------------------------------------------------------ reads
     def lookup(self, queries: pa.Table) -> Lookup:
         """Find the state of the keys of `queries` (which carry ``__h`` and the keys)."""
-        tables = [self._table(r.path) for r in self._runs]
+        tables = [self._table(r.name) for r in self._runs]
         if not tables or queries.num_rows == 0:
             schema = tables[0].schema if tables else None
             empty = _empty_like(schema) if schema is not None else pa.table({})
@@ -184,7 +186,7 @@ class SpinePartition:
 
     def scan(self) -> pa.Table | None:
         """The whole partition's state (consolidated), or None when empty."""
-        tables = [self._table(r.path) for r in self._runs]
+        tables = [self._table(r.name) for r in self._runs]
         if not tables:
             return None
         if len(tables) == 1:
@@ -194,7 +196,8 @@ class SpinePartition:
     # ------------------------------------------------------------------ writes
     def write(self, new: pa.Table, expire: tuple[str, int] | None = None) -> str:
         """Write `new` (this version's run, sorted by ``__h``) and merge it with the
-        newest runs while they are at most twice its size. Returns the file written.
+        newest runs while they are at most twice its size. Returns the file written (its
+        location).
 
         `expire` ``(column, bound)``: rows whose `column` is at or below `bound` are
         dropped from what is written (the keys of windows the frontier has passed: no
@@ -202,17 +205,17 @@ class SpinePartition:
         first = self.version
         acc = _expire(new, expire)
         runs = list(self._runs)
-        while runs and run_rows(runs[-1].path) <= 2 * max(acc.num_rows, 1):
+        while runs and run_rows(self.fs, runs[-1].name) <= 2 * max(acc.num_rows, 1):
             older = runs.pop()
             first = older.first
-            acc = self._merge([_expire(self._table(older.path), expire), acc], bottom=not runs)
+            acc = self._merge([_expire(self._table(older.name), expire), acc], bottom=not runs)
         if not runs and self.mode == "upsert" and self.empty is not None and acc.num_rows:
             keep = ~self.empty(acc)
             if not keep.all():
                 acc = acc.filter(pa.array(keep))
-        path = os.path.join(self.directory, spine_name(first, self.version))
-        write_run(path, acc)
-        return path
+        name = spine_name(first, self.version)
+        write_run(self.fs, name, acc)
+        return self.fs.join(name)
 
     def _merge(self, tables: list[pa.Table], bottom: bool) -> pa.Table:
         """Merge runs (oldest first) into one run in hash order."""

@@ -16,6 +16,12 @@ Names alone decide which files are live, so a task that is retried or re-execute
 after an executor loss reads exactly the files of the version it reads at, and a file
 written twice is replaced atomically with the same contents.
 
+Every function takes the partition directory as a `sealtime.storage.fs.DataFS` (or a
+path or URI, opened as one), so the runs live wherever the data dir does: a local disk
+or a shared POSIX mount (runs are memory-mapped), or HDFS and object stores (runs are
+read into memory through `pyarrow.fs`). A `DataFS` pickles with its filesystem, so the
+Spark tasks that read and write runs reach the same files as the driver.
+
 >>> spine_name(3, 7), parse_spine("r0000000003-0000000007.arrow")
 ('r0000000003-0000000007.arrow', (3, 7))
 """
@@ -24,31 +30,59 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..storage.fs import DataFS
+
 __all__ = [
+    "ROWS_KEY",
     "Run",
-    "partition_dir",
+    "as_fs",
     "bucket_name",
     "live_buckets",
     "live_spine",
     "parse_bucket",
     "parse_spine",
+    "partition_dir",
+    "partition_fs",
+    "partition_name",
     "read_run",
     "run_rows",
     "spine_name",
     "write_run",
 ]
 
+#: footer metadata key holding a run's row count (read without reading the batches)
+ROWS_KEY = "sealtime.rows"
 _BIAS = 2**63  # bucket numbers are signed; biased so that names sort like numbers
 
 
+def partition_name(partition: int) -> str:
+    """The directory name of one hash partition (relative to the arrangement's root).
+
+    >>> partition_name(3)
+    'p0003'
+    """
+    return f"p{partition:04d}"
+
+
 def partition_dir(directory: str, partition: int) -> str:
-    """The directory of one hash partition of the arrangement at `directory`."""
-    return os.path.join(directory, f"p{partition:04d}")
+    """The location of one hash partition of the arrangement at `directory`."""
+    return directory.rstrip("/") + "/" + partition_name(partition)
+
+
+def as_fs(directory: DataFS | str) -> DataFS:
+    """`directory` as a `DataFS` (a local path or a URI is opened; a `DataFS` is kept)."""
+    if isinstance(directory, DataFS):
+        return directory
+    return DataFS.from_uri(directory, setting="arrangement directory")
+
+
+def partition_fs(root: DataFS | str, partition: int) -> DataFS:
+    """The `DataFS` of one hash partition of the arrangement at `root`."""
+    return as_fs(root).child(partition_name(partition))
 
 
 def spine_name(first: int, last: int) -> str:
@@ -97,14 +131,14 @@ def parse_bucket(name: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One live spine run: its versions and path."""
+    """One live spine run: its versions and file name (in its partition directory)."""
 
     first: int
     last: int
-    path: str
+    name: str
 
 
-def live_spine(directory: str, upto: int) -> list[Run]:
+def live_spine(directory: DataFS | str, upto: int) -> list[Run]:
     """The spine runs holding versions ``1..upto`` of a partition, oldest first.
 
     Runs newer than `upto` (written by the tick being computed, or left by a process
@@ -120,12 +154,9 @@ def live_spine(directory: str, upto: int) -> list[Run]:
     """
     if upto <= 0:
         return []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        names = []
+    fs = as_fs(directory)
     ranges = sorted(
-        {r for r in (parse_spine(n) for n in names) if r is not None and r[1] <= upto},
+        {r for r in (parse_spine(n) for n in fs.names()) if r is not None and r[1] <= upto},
         key=lambda r: (r[0], -r[1]),
     )
     live: list[tuple[int, int]] = []
@@ -137,76 +168,99 @@ def live_spine(directory: str, upto: int) -> list[Run]:
     for first, last in live:
         if first != expected:
             raise FileNotFoundError(
-                f"arrangement partition {directory}: versions {expected}..{first - 1} are "
+                f"arrangement partition {fs.location}: versions {expected}..{first - 1} are "
                 "missing (run files deleted?); restart the dataflow to rebuild its state "
                 "from the checkpoint and the log"
             )
         expected = last + 1
     if expected != upto + 1:
         raise FileNotFoundError(
-            f"arrangement partition {directory}: versions {expected}..{upto} are missing"
+            f"arrangement partition {fs.location}: versions {expected}..{upto} are missing"
         )
-    return [
-        Run(first, last, os.path.join(directory, spine_name(first, last))) for first, last in live
-    ]
+    return [Run(first, last, spine_name(first, last)) for first, last in live]
 
 
-def live_buckets(directory: str, upto: int) -> dict[int, list[str]]:
-    """Bucket runs written at versions ``<= upto``, by bucket (paths in version order).
+def live_buckets(directory: DataFS | str, upto: int) -> dict[int, list[str]]:
+    """Bucket runs written at versions ``<= upto``, by bucket (names in version order).
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
     >>> for b, v in [(10, 1), (10, 2), (20, 2), (10, 3)]:
     ...     open(os.path.join(d, bucket_name(b, v)), "w").close()
-    >>> {b: [os.path.basename(p)[-16:] for p in ps] for b, ps in live_buckets(d, 2).items()}
+    >>> {b: [n[-16:] for n in ns] for b, ns in live_buckets(d, 2).items()}
     {10: ['0000000001.arrow', '0000000002.arrow'], 20: ['0000000002.arrow']}
     """
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return {}
     out: dict[int, list[tuple[int, str]]] = {}
-    for name in names:
+    for name in sorted(as_fs(directory).names()):
         parsed = parse_bucket(name)
         if parsed is not None and parsed[1] <= upto:
-            out.setdefault(parsed[0], []).append((parsed[1], os.path.join(directory, name)))
-    return {b: [p for _, p in sorted(v)] for b, v in sorted(out.items())}
+            out.setdefault(parsed[0], []).append((parsed[1], name))
+    return {b: [n for _, n in sorted(v)] for b, v in sorted(out.items())}
 
 
-def read_run(path: str) -> pa.Table:
-    """A run's rows, memory-mapped (no copy; the page cache is the cache).
+def read_run(directory: DataFS | str, name: str) -> pa.Table:
+    """A run's rows. On a local disk the file is memory-mapped (no copy; the page cache
+    is the cache); on any other filesystem it is read into memory through `pyarrow.fs`.
 
     >>> import tempfile
-    >>> p = os.path.join(tempfile.mkdtemp(), spine_name(1, 1))
-    >>> write_run(p, pa.table({"__h": [1, 2]}))
-    >>> read_run(p).column("__h").to_pylist()
+    >>> d = tempfile.mkdtemp()
+    >>> write_run(d, spine_name(1, 1), pa.table({"__h": [1, 2]}))
+    >>> read_run(d, spine_name(1, 1)).column("__h").to_pylist()
     [1, 2]
     """
-    source = pa.memory_map(path, "r")
-    return pa.ipc.open_file(source).read_all()
+    fs = as_fs(directory)
+    if fs.local:
+        return pa.ipc.open_file(pa.memory_map(fs.path(name), "r")).read_all()
+    with fs.open_input_file(name) as source:
+        return pa.ipc.open_file(source).read_all()
 
 
-def run_rows(path: str) -> int:
-    """Rows in a run, from its footer only."""
-    with pa.memory_map(path, "r") as source:
-        reader = pa.ipc.open_file(source)
-        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+def run_rows(directory: DataFS | str, name: str) -> int:
+    """Rows in a run, from its footer only (no batch is read).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> write_run(d, spine_name(1, 1), pa.table({"__h": [5, 6, 7]}))
+    >>> run_rows(d, spine_name(1, 1))
+    3
+    """
+    fs = as_fs(directory)
+    if fs.local:
+        with pa.memory_map(fs.path(name), "r") as source:
+            return _footer_rows(pa.ipc.open_file(source))
+    with fs.open_input_file(name) as source:
+        return _footer_rows(pa.ipc.open_file(source))
 
 
-def write_run(path: str, table: pa.Table | Iterable[pa.RecordBatch], schema=None) -> None:
-    """Write a run atomically (temporary name, then rename): a reader sees the whole file
-    or none, and a task that runs twice replaces the file with the same rows."""
+def _footer_rows(reader: pa.ipc.RecordBatchFileReader) -> int:
+    rows = (reader.metadata or {}).get(ROWS_KEY.encode())
+    if rows is not None:
+        return int(rows)
+    # A run written before the count was recorded: count its batches.
+    return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+
+
+def write_run(directory: DataFS | str, name: str, table: pa.Table) -> None:
+    """Write a run so that a reader sees the whole file or none, and a task that runs
+    twice replaces it with the same rows: on a local disk a temporary name, then an
+    atomic rename; elsewhere one put (`DataFS.write_bytes`: atomic on object stores)."""
+    fs = as_fs(directory)
+    metadata = {ROWS_KEY: str(table.num_rows)}
+    if not fs.local:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema, metadata=metadata) as writer:
+            writer.write_table(table)
+        fs.write_bytes(name, sink.getvalue(), sync=False)  # durable() syncs before a checkpoint
+        return
+    path = fs.path(name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     try:
-        with pa.OSFile(tmp, "wb") as sink:
-            if isinstance(table, pa.Table):
-                with pa.ipc.new_file(sink, table.schema) as writer:
-                    writer.write_table(table)
-            else:
-                with pa.ipc.new_file(sink, schema) as writer:
-                    for batch in table:
-                        writer.write_batch(batch)
+        with (
+            pa.OSFile(tmp, "wb") as sink,
+            pa.ipc.new_file(sink, table.schema, metadata=metadata) as writer,
+        ):
+            writer.write_table(table)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -1,14 +1,13 @@
 """The kernels as Spark runs them: each reads and writes one partition's runs.
 
 Every class here is a small frozen, picklable description of one operator step
-(its spec, the arrangement directory, the version it writes); Spark ships it to the
+(its spec, the arrangement's root `DataFS`, the version it writes); Spark ships it to the
 executors inside a `KernelTask`, and its `run` does the partition's work with the
 pure kernels of `sealtime.kernels`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,12 +17,13 @@ from ..kernels.join import JoinSpec, join_step
 from ..kernels.reduce import ReduceSpec, general_reduce
 from ..kernels.top_k import TopKSpec, top_k_step
 from ..kernels.windowed import merge_partials, split_sealed
+from ..storage.fs import DataFS
 from .partition import SpinePartition, consolidate_rows
 from .runs import (
     bucket_name,
     live_buckets,
     live_spine,
-    partition_dir,
+    partition_fs,
     read_run,
     run_rows,
     write_run,
@@ -40,10 +40,10 @@ __all__ = [
 ]
 
 
-def spine_rows(directory: str, version: int) -> int:
+def spine_rows(directory: DataFS, version: int) -> int:
     """Rows stored in the live spine runs of one partition directory at `version` (read
     from the runs' footers; for monitoring)."""
-    return sum(run_rows(r.path) for r in live_spine(directory, version))
+    return sum(run_rows(directory, r.name) for r in live_spine(directory, version))
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,13 @@ class AccumulateStep:
     """An accumulable reduce (`sealtime.kernels.accumulate`) on an upsert arrangement."""
 
     spec: AccumulateSpec
-    directory: str
+    root: DataFS
     version: int
     expire: tuple[str, int] | None = None
 
     def run(self, table: pa.Table, partition: int) -> pa.Table:
         part = SpinePartition(
-            partition_dir(self.directory, partition),
+            partition_fs(self.root, partition),
             self.version,
             self.spec.keys,
             "upsert",
@@ -69,7 +69,7 @@ class AccumulateStep:
 
     def state_rows(self, partition: int) -> int:
         """Rows of the partition's state after this step (one per key)."""
-        return spine_rows(partition_dir(self.directory, partition), self.version)
+        return spine_rows(partition_fs(self.root, partition), self.version)
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,13 @@ class GeneralStep:
     (`sealtime.kernels.top_k`) on an additive arrangement of the keys' rows."""
 
     spec: ReduceSpec | TopKSpec
-    directory: str
+    root: DataFS
     version: int
     expire: tuple[str, int] | None = None
 
     def run(self, table: pa.Table, partition: int) -> pa.Table:
         part = SpinePartition(
-            partition_dir(self.directory, partition),
+            partition_fs(self.root, partition),
             self.version,
             self.spec.keys,
             "additive",
@@ -97,7 +97,7 @@ class GeneralStep:
 
     def state_rows(self, partition: int) -> int:
         """Rows of the partition's state after this step (distinct rows with counts)."""
-        return spine_rows(partition_dir(self.directory, partition), self.version)
+        return spine_rows(partition_fs(self.root, partition), self.version)
 
 
 TopKStep = GeneralStep
@@ -105,11 +105,11 @@ TopKStep = GeneralStep
 
 @dataclass(frozen=True)
 class SideRef:
-    """One join side's arrangement: its directory, the version the step reads *after*
+    """One join side's arrangement: its root, the version the step reads *after*
     (it reads ``version - 1``), and whether this step writes ``version`` (a shared
     arrangement is written by one of the operators that read it)."""
 
-    directory: str
+    root: DataFS
     version: int
     write: bool
 
@@ -125,7 +125,7 @@ class JoinStep:
     def run(self, table: pa.Table, partition: int) -> pa.Table:
         parts = [
             SpinePartition(
-                partition_dir(ref.directory, partition),
+                partition_fs(ref.root, partition),
                 ref.version,
                 (*self.spec.keys,),
                 "additive",
@@ -143,7 +143,7 @@ class JoinStep:
         """Rows of the partition in the sides this step writes (a shared side is
         counted at the join that writes it)."""
         return sum(
-            spine_rows(partition_dir(ref.directory, partition), ref.version)
+            spine_rows(partition_fs(ref.root, partition), ref.version)
             for ref in self.sides
             if ref.write
         )
@@ -160,7 +160,7 @@ class WindowedStep:
     are consolidated per distinct row).
     """
 
-    directory: str
+    root: DataFS
     version: int
     group: tuple[str, ...]
     merge: tuple[tuple[str, str], ...]
@@ -171,7 +171,7 @@ class WindowedStep:
     def run(self, table: pa.Table, partition: int) -> pa.Table:
         import pyarrow.compute as pc
 
-        directory = partition_dir(self.directory, partition)
+        directory = partition_fs(self.root, partition)
         columns = [*self.group, *self.values] if not self.merge else None
         keep = [*self.group, *(c for c, _ in self.merge)] if self.merge else None
         if keep is None:
@@ -184,7 +184,7 @@ class WindowedStep:
             if bucket <= self.lo:
                 continue  # emitted by an earlier tick; its files wait for collection
             if self.hi is None or bucket <= self.hi:
-                parts += [read_run(p).select(keep) for p in paths]
+                parts += [read_run(directory, n).select(keep) for n in paths]
         if self.merge:
             out = merge_partials(parts, self.group, self.merge)
         else:
@@ -198,14 +198,18 @@ class WindowedStep:
                 rows = still_open.filter(pc.equal(ends, bucket))
                 if not self.merge:
                     rows = consolidate_rows(rows, self.group, columns)
-                write_run(os.path.join(directory, bucket_name(bucket, self.version)), rows)
+                write_run(directory, bucket_name(bucket, self.version), rows)
         return out
 
     def state_rows(self, partition: int) -> int:
         """Rows of the partition's open windows (buckets ending after `hi`)."""
         if self.hi is None:
             return 0
-        stored = live_buckets(partition_dir(self.directory, partition), self.version)
+        directory = partition_fs(self.root, partition)
+        stored = live_buckets(directory, self.version)
         return sum(
-            run_rows(path) for bucket, paths in stored.items() if bucket > self.hi for path in paths
+            run_rows(directory, n)
+            for bucket, names in stored.items()
+            if bucket > self.hi
+            for n in names
         )

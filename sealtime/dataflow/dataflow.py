@@ -707,10 +707,12 @@ def _sortable(table: pa.Table, column: str) -> bool:
 
 
 def _check_data_dir(fs: Any, metadata: str | None) -> None:
-    """Refuse a data dir the dataflow cannot keep its state in, naming the fix.
+    """Refuse a data dir the dataflow cannot keep its state in, naming the fix: a data
+    dir that is not on a local disk needs a metadata store every process reaches.
 
     >>> from sealtime.storage.fs import DataFS
     >>> _check_data_dir(DataFS.from_uri("/tmp"), None)
+    >>> _check_data_dir(DataFS.from_uri("gs://bucket/flows/a"), "postgresql://db/flows")
     >>> _check_data_dir(DataFS.from_uri("gs://bucket/flows/a"), None)
     Traceback (most recent call last):
     ...
@@ -725,13 +727,5 @@ def _check_data_dir(fs: Any, metadata: str | None) -> None:
             f"{fs.kind}); pass metadata='postgresql://user@host:5432/db' (a PostgreSQL "
             "server every process of the dataflow reaches), or use a local path"
         )
-    # The ingest log, shards, checkpoints and spill go through `DataFS`; operator state
-    # (arrangement runs) is memory-mapped by the Spark tasks that own it, which needs a
-    # POSIX path: refuse rather than write beside the cwd.
-    raise ConfigError(
-        f"Dataflow(data_dir={fs.location!r}): a data dir on {fs.kind} is not supported "
-        "for operator state, whose sorted runs Spark tasks memory-map from a POSIX path. "
-        "Put data_dir on a local disk or a shared POSIX mount (NFS, CephFS; the same path "
-        "on every machine), and send outputs to the object store with "
-        "st.sinks.Parquet('s3a://...') (see docs/storage-fs.md)"
-    )
+    # Everything else (ingest log, shards, checkpoints, spill, arrangement runs read and
+    # written by Spark tasks) goes through `DataFS`, so any filesystem it reaches works.

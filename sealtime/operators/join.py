@@ -99,9 +99,9 @@ class Join(Operator):
         refs = []
         for arrangement, writer in self.refs:
             if writer:
-                refs.append(SideRef(arrangement.directory, arrangement.advance(), True))
+                refs.append(SideRef(arrangement.fs, arrangement.advance(), True))
             else:
-                refs.append(SideRef(arrangement.directory, arrangement.read_version + 1, False))
+                refs.append(SideRef(arrangement.fs, arrangement.read_version + 1, False))
         task = KernelTask(
             JoinStep(self.spec, (refs[0], refs[1]), expiry(self.node, hi)),
             self.input_arrow,

@@ -118,7 +118,7 @@ class Reduce(KeyedOperator):
         self.output_spark = from_arrow_schema(self.output_arrow)
 
     def kernel_step(self, version: int, expire: tuple[str, int] | None) -> AccumulateStep:
-        return AccumulateStep(self.spec, self.arrangement.directory, version, expire)
+        return AccumulateStep(self.spec, self.arrangement.fs, version, expire)
 
 
 def _output_schema(state):
@@ -215,4 +215,4 @@ class GeneralReduce(KeyedOperator):
         self.output_spark = from_arrow_schema(self.output_arrow)
 
     def kernel_step(self, version: int, expire: tuple[str, int] | None) -> GeneralStep:
-        return GeneralStep(self.spec, self.arrangement.directory, version, expire)
+        return GeneralStep(self.spec, self.arrangement.fs, version, expire)

@@ -77,4 +77,4 @@ class TopK(KeyedOperator):
         self.finalize = [F.col(c).cast(types[c]) for c in node.columns] + [TIME, DIFF]
 
     def kernel_step(self, version: int, expire: tuple[str, int] | None) -> GeneralStep:
-        return GeneralStep(self.spec, self.arrangement.directory, version, expire)
+        return GeneralStep(self.spec, self.arrangement.fs, version, expire)

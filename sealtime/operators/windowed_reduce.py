@@ -170,7 +170,7 @@ class WindowedReduce(Operator):
             d = self.env.spark.createDataFrame([], with_system(self.node.inputs[0].schema))
         version = self.arrangement.advance()
         step = WindowedStep(
-            self.arrangement.directory,
+            self.arrangement.fs,
             version,
             tuple(self.group),
             self.merge,

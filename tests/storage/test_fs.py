@@ -8,7 +8,6 @@ is not installed; it is in the ``test`` extra).
 
 from __future__ import annotations
 
-import logging
 import os
 import uuid
 
@@ -30,41 +29,16 @@ from sealtime.storage.fs import (
     DataFS,
     FileSystemError,
     register_filesystem,
-    s3_options_from_hadoop,
     unregister_filesystem,
 )
 
-BUCKET = "sealtime-test"
+BUCKET = "sealtime-test"  # the bucket of the `s3_server` fixture (tests/conftest.py)
 
 
 # ----------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def s3_server():
-    """A moto S3 server on loopback and a bucket in it; ``s3a://<bucket>`` is registered
-    to reach it (as a user would for MinIO)."""
-    server_mod = pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    conf = {
-        "fs.s3a.endpoint": f"http://{host}:{port}",
-        "fs.s3a.access.key": "test",
-        "fs.s3a.secret.key": "test",
-        "fs.s3a.path.style.access": "true",
-        "fs.s3a.endpoint.region": "us-east-1",
-    }
-    s3 = pafs.S3FileSystem(**s3_options_from_hadoop(conf), allow_bucket_creation=True)
-    s3.create_dir(BUCKET)
-    register_filesystem(f"s3a://{BUCKET}", s3)
-    yield conf
-    unregister_filesystem(f"s3a://{BUCKET}")
-    server.stop()
-
-
 @pytest.fixture
 def s3_dir(s3_server) -> DataFS:
-    d = DataFS.from_uri(f"s3a://{BUCKET}/t-{uuid.uuid4().hex[:8]}")
+    d = DataFS.from_uri(f"s3a://{s3_server['bucket']}/t-{uuid.uuid4().hex[:8]}")
     yield d
     d.delete_dir()
 
@@ -311,9 +285,8 @@ def test_checkpoint_spill_and_replay_links_on_object_store(s3_dir: DataFS, tmp_p
 
 
 def test_dataflow_on_object_store_needs_postgres_and_says_why(subtree_dir: DataFS):
+    # (with PostgreSQL it runs: tests/engine/test_remote_data_dir.py)
     with pytest.raises(ConfigError, match=r"Dataflow\(data_dir='sub://.*metadata='postgresql://"):
         st.Dataflow("f", data_dir=subtree_dir.location)
-    with pytest.raises(ConfigError, match="not supported for operator state.*shared POSIX mount"):
-        st.Dataflow("f", data_dir=subtree_dir.location, metadata="postgresql://u@h:5432/db")
     with pytest.raises(ConfigError, match=r"Dataflow\(data_dir\)='oss://"):
         st.Dataflow("f", data_dir="oss://bucket/x")
