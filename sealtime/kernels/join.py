@@ -7,7 +7,15 @@ join)::
     dA ⋈ B   at dA's time       A ⋈ dB   at dB's time       dA ⋈ dB   at the later time
 
 with the product of the multiplicities. Only the keys the tick touches are looked up,
-so a tick costs O(delta + matching state + output), whatever the state's size.
+so a tick costs O(delta + matching state + output log output), whatever the state's size.
+
+The output is consolidated per (row, time) before it leaves the partition (a row's key
+decides its partition, so this is complete): when a tick spans several times, the
+three terms can pair one row with an update of the other side and with that update's
+retraction at the same output time, and such pairs cancel. Consolidated, the output
+is the one canonical stream of differences, the same however the times were cut into
+ticks — a restart that catches up on logged ticks in one step emits what the
+uninterrupted run did.
 
 Input rows carry ``__side`` (0 = left, 1 = right), ``__h`` (key hash), ``__r`` (row
 hash), the key columns, both sides' payload columns (the other side's are null),
@@ -119,6 +127,8 @@ def join_step(
     da, db = deltas
     parts: list[pa.Table] = []
 
+    work_schema = out_schema.append(pa.field(HASH, pa.int64())).append(pa.field(ROW, pa.int64()))
+
     def emit(a_rows: pa.Table, b_rows: pa.Table, time: np.ndarray, diff: np.ndarray) -> None:
         if not len(diff):
             return
@@ -126,7 +136,11 @@ def join_step(
         arrays += [a_rows.column(c) for c in spec.left]
         arrays += [b_rows.column(c) for c in spec.right]
         arrays += [pa.array(time, pa.int64()), pa.array(diff, pa.int64())]
-        parts.append(pa.Table.from_arrays(arrays, schema=out_schema))
+        # The output row's hash: its key's, and its two halves' row hashes mixed.
+        with np.errstate(over="ignore"):
+            row = _i64(a_rows.column(ROW)) * _MIX + _i64(b_rows.column(ROW))
+        arrays += [a_rows.column(HASH), pa.array(row, pa.int64())]
+        parts.append(pa.Table.from_arrays(arrays, schema=work_schema))
 
     for s, d in ((0, da), (1, db)):
         if d.num_rows == 0:
@@ -167,7 +181,11 @@ def join_step(
             time = np.maximum(_i64(a.column(TIME)), _i64(b.column(TIME)))
             diff = _i64(a.column(DIFF)) * _i64(b.column(DIFF))
             emit(a, b, time, diff)
-    output = pa.concat_tables(parts) if parts else out_schema.empty_table()
+    if parts:
+        out = _consolidate(pa.concat_tables(parts), [*keys, *spec.left, *spec.right], True)
+        output = out.select(out_schema.names)
+    else:
+        output = out_schema.empty_table()
 
     runs = []
     for s, d in ((0, da), (1, db)):
