@@ -7,12 +7,14 @@ join)::
     dA ⋈ B   at dA's time       A ⋈ dB   at dB's time       dA ⋈ dB   at the later time
 
 with the product of the multiplicities. Only the keys the tick touches are looked up,
-so a tick costs O(delta + matching state + output log output), whatever the state's size.
+so a tick costs O(delta + matching state + output), whatever the state's size (plus a
+sort of the output of the keys both deltas touch, below).
 
 The output is consolidated per (row, time) before it leaves the partition (a row's key
 decides its partition, so this is complete): when a tick spans several times, the
 three terms can pair one row with an update of the other side and with that update's
-retraction at the same output time, and such pairs cancel. Consolidated, the output
+retraction at the same output time, and such pairs cancel. Only the keys both deltas
+touch can produce such pairs, so only their rows are consolidated. Consolidated, the output
 is the one canonical stream of differences, the same however the times were cut into
 ticks — a restart that catches up on logged ticks in one step emits what the
 uninterrupted run did.
@@ -94,6 +96,29 @@ def _consolidate(rows: pa.Table, columns: list[str], with_time: bool) -> pa.Tabl
     out = rows.take(pa.array(order[first[keep]], pa.int64()))
     out = out.set_column(out.schema.get_field_index(DIFF), DIFF, pa.array(sums[keep]))
     return out.take(pa.array(np.argsort(_i64(out.column(HASH)), kind="stable"), pa.int64()))
+
+
+def _consolidate_output(
+    parts: list[pa.Table], da: pa.Table, db: pa.Table, columns: list[str]
+) -> pa.Table | None:
+    """The tick's output consolidated per (row, time). Two updates of one output row at
+    one time can only come from a key that both deltas touch (``dA ⋈ B`` and ``A ⋈ dB``
+    pair distinct rows per time; ``dA ⋈ dB`` is what meets them), so only those keys'
+    rows are sorted: a tick whose deltas touch disjoint keys pays nothing."""
+    if not parts:
+        return None
+    out = pa.concat_tables(parts)
+    if not (da.num_rows and db.num_rows and out.num_rows):
+        return out
+    both = np.intersect1d(_i64(da.column(HASH)), _i64(db.column(HASH)))
+    if not len(both):
+        return out
+    touched = np.isin(_i64(out.column(HASH)), both)
+    if touched.all():
+        return _consolidate(out, columns, with_time=True)
+    rest = out.filter(pa.array(~touched))
+    merged = _consolidate(out.filter(pa.array(touched)), columns, with_time=True)
+    return pa.concat_tables([rest, merged])
 
 
 def _pairs(entries: pa.Table, queries: pa.Table, keys: tuple[str, ...]):
@@ -181,11 +206,8 @@ def join_step(
             time = np.maximum(_i64(a.column(TIME)), _i64(b.column(TIME)))
             diff = _i64(a.column(DIFF)) * _i64(b.column(DIFF))
             emit(a, b, time, diff)
-    if parts:
-        out = _consolidate(pa.concat_tables(parts), [*keys, *spec.left, *spec.right], True)
-        output = out.select(out_schema.names)
-    else:
-        output = out_schema.empty_table()
+    output = _consolidate_output(parts, da, db, [*keys, *spec.left, *spec.right])
+    output = output.select(out_schema.names) if output is not None else out_schema.empty_table()
 
     runs = []
     for s, d in ((0, da), (1, db)):

@@ -135,3 +135,17 @@ def test_unchanged_value_emits_nothing():
     ticks = [[("a", 0, 1, 5), ("a", 1, 1, 0)]]  # the second row leaves sum(x) at 5
     out = run(ticks, spec, lambda k: 1)
     assert sorted(zip(out["_time"].to_pylist(), out["_diff"].to_pylist())) == [(0, 1)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(ticks=workload(monotonic=False), weak=hs.booleans())
+def test_update_stream_does_not_depend_on_how_times_are_cut_into_ticks(ticks, weak):
+    """One tick per batch of times or all times in one tick (a restart's catch-up): the
+    same updates, not only the same accumulations."""
+    h = weak_hash if weak else (lambda k: hash(k) & 0xFFFF)
+
+    def stream(out):
+        return Counter(repr(sorted(r.items())) for r in out.to_pylist())
+
+    merged = [[r for tick in ticks for r in tick]]
+    assert stream(run(ticks, SUMS, h)) == stream(run(merged, SUMS, h))

@@ -412,3 +412,19 @@ def test_min_max_count_distinct_of_other_types(arrow_type, domain):
             if r["_time"] <= t:
                 acc[(r["k1"], r["k2"], norm(r["lo"]), norm(r["hi"]), r["cd"])] += r["_diff"]
         assert Counter({k: v for k, v in acc.items() if v}) == expected, t
+
+
+def update_stream(out: pa.Table) -> Counter:
+    """The output as a multiset of whole update rows (not consolidated; NaN-safe)."""
+    return Counter(repr(sorted(r.items())) for r in out.to_pylist())
+
+
+def one_tick(ticks) -> list:
+    """The same updates with every time in one tick (as a restart's catch-up runs them)."""
+    return [[r for tick in ticks for r in tick]]
+
+
+@settings(max_examples=examples(ci=100, dev=30), deadline=None)
+@given(ticks=workload(max_rows=12, max_span=8), weak=hs.booleans())
+def test_update_stream_does_not_depend_on_how_times_are_cut_into_ticks(ticks, weak):
+    assert update_stream(run(ticks, SPEC, weak)) == update_stream(run(one_tick(ticks), SPEC, weak))

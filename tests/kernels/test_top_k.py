@@ -24,8 +24,10 @@ from tests.kernels.test_reduce import (
     delta_table,
     hashes,
     norm,
+    one_tick,
     order_key,
     run,
+    update_stream,
     workload,
 )
 
@@ -193,3 +195,17 @@ def test_invalid_specs_are_rejected():
     out, new_run = top_k_step(d, spec_of(ORDERS[0], (), 2), None)
     assert out.num_rows == 0 and new_run.num_rows == 0
     assert out.column_names == ["k", *VALUES, "_time", "_diff"]
+
+
+@settings(max_examples=examples(ci=100, dev=30), deadline=None)
+@given(
+    ticks=workload(max_rows=12, max_span=8),
+    weak=hs.booleans(),
+    order=hs.sampled_from(ORDERS),
+    k=hs.integers(1, 3),
+)
+def test_update_stream_does_not_depend_on_how_times_are_cut_into_ticks(ticks, weak, order, k):
+    spec = spec_of(order, ("s",), k)
+    split = run(ticks, spec, weak, kernel=top_k_step)
+    merged = run(one_tick(ticks), spec, weak, kernel=top_k_step)
+    assert update_stream(split) == update_stream(merged)
