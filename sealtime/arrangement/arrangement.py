@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..storage.fs import DataFS
-from .runs import live_spine, parse_bucket, parse_spine, partition_dir, partition_name, run_rows
+from .runs import live_spine, parse_bucket, parse_spine, partition_fs, run_rows
 
 __all__ = ["Arrangement"]
 
@@ -49,12 +49,14 @@ class Arrangement:
         self.emitted: int | None = None
         self.pinned_emitted: int | None = None
 
-    def partition_dir(self, p: int) -> str:
-        return partition_dir(self.directory, p)
+    def partition(self, p: int) -> DataFS:
+        """The `DataFS` of hash partition `p` (where its runs are).
 
-    def _rel(self, p: int) -> str:
-        """Partition `p`'s directory relative to `fs`."""
-        return partition_name(p)
+        >>> import tempfile
+        >>> Arrangement(tempfile.mkdtemp(), partitions=2).partition(1).names()
+        []
+        """
+        return partition_fs(self.fs, p)
 
     def advance(self) -> int:
         """The version this tick's step writes (the writer calls it once per tick)."""
@@ -90,15 +92,15 @@ class Arrangement:
         self.pinned = version if version else None
         self.emitted = self.pinned_emitted = state.get("emitted")
         for p in range(self.partitions):
-            d = self._rel(p)
-            for name in self.fs.names(d):
+            d = self.partition(p)
+            for name in d.names():
                 spine = parse_spine(name)
                 bucket = parse_bucket(name)
                 newer = (spine is not None and spine[1] > version) or (
                     bucket is not None and bucket[1] > version
                 )
                 if newer or name.endswith(".tmp"):
-                    self.fs.delete_file(f"{d}/{name}")
+                    d.delete_file(name)
 
     def pin(self) -> None:
         """A checkpoint now refers to the current version: keep its files."""
@@ -108,22 +110,22 @@ class Arrangement:
     def durable(self) -> None:
         """fsync the runs of the current version (before a checkpoint records it)."""
         for p in range(self.partitions):
-            d = self._rel(p)
+            d = self.partition(p)
             runs = []
-            for name in self.fs.names(d):
+            for name in d.names():
                 spine, bucket = parse_spine(name), parse_bucket(name)
                 version = spine[1] if spine else bucket[1] if bucket else None
                 if version is not None and version <= self.version:
-                    runs.append(f"{d}/{name}")
+                    runs.append(name)
             if runs:
-                self.fs.sync(runs)  # the files and the directory naming them
+                d.sync(runs)  # the files and the directory naming them
 
     # ------------------------------------------------------------------ housekeeping
     def collect_garbage(self) -> None:
         """Remove spine runs merged into wider ones and buckets already emitted, keeping
         what the checkpoint refers to."""
         for p in range(self.partitions):
-            d = self.fs.child(self._rel(p))
+            d = self.partition(p)
             names = d.names()
             if any(n.startswith("r") for n in names):
                 keep = {r.name for r in live_spine(d, self.version)}
@@ -143,7 +145,7 @@ class Arrangement:
                 else:
                     drop = False
                 if drop:
-                    self.fs.delete_file(f"{self._rel(p)}/{name}")
+                    d.delete_file(name)
 
     @staticmethod
     def _emitted(bucket: int, upto: int | None) -> bool:
@@ -153,7 +155,7 @@ class Arrangement:
         """Rows in the state's runs (a size measure for metrics and benchmarks)."""
         total = 0
         for p in range(self.partitions):
-            d = self.fs.child(self._rel(p))
+            d = self.partition(p)
             names = d.names()
             if any(parse_spine(n) for n in names):
                 total += sum(run_rows(d, r.name) for r in live_spine(d, self.version))

@@ -208,10 +208,7 @@ def read_run(directory: DataFS | str, name: str) -> pa.Table:
     >>> read_run(d, spine_name(1, 1)).column("__h").to_pylist()
     [1, 2]
     """
-    fs = as_fs(directory)
-    if fs.local:
-        return pa.ipc.open_file(pa.memory_map(fs.path(name), "r")).read_all()
-    with fs.open_input_file(name) as source:
+    with _open_run(as_fs(directory), name) as source:
         return pa.ipc.open_file(source).read_all()
 
 
@@ -224,12 +221,17 @@ def run_rows(directory: DataFS | str, name: str) -> int:
     >>> run_rows(d, spine_name(1, 1))
     3
     """
-    fs = as_fs(directory)
-    if fs.local:
-        with pa.memory_map(fs.path(name), "r") as source:
-            return _footer_rows(pa.ipc.open_file(source))
-    with fs.open_input_file(name) as source:
+    with _open_run(as_fs(directory), name) as source:
         return _footer_rows(pa.ipc.open_file(source))
+
+
+def _open_run(fs: DataFS, name: str) -> pa.NativeFile:
+    """A run file opened for random access: memory-mapped on a local disk (closing the
+    map leaves the pages of tables read from it valid: Arrow unmaps when the last buffer
+    goes), a ranged reader elsewhere."""
+    if fs.local:
+        return pa.memory_map(fs.path(name), "r")
+    return fs.open_input_file(name)
 
 
 def _footer_rows(reader: pa.ipc.RecordBatchFileReader) -> int:

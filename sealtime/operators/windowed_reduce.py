@@ -30,6 +30,7 @@ from ..dataflow.plan import Node
 from ..dataflow.windows import Sliding, Tumbling
 from ..kernels.keyed import HASH
 from ..spark.frames import CNT, DIFF, TIME, union_all, with_system
+from ..spark.plans import Projection, map_in_arrow
 from ..spark.reduce import AggregateReducer, TopKReducer
 from .base import Env, Operator
 from .keys import KeyRouting, carriers
@@ -83,9 +84,12 @@ class WindowedReduce(Operator):
         self.deferrable = _log_derived(src)
         self.deferred: list[DataFrame] = []
         self._marker_frame: DataFrame | None = None
-        probe = env.spark.createDataFrame([], with_system(src.schema))
-        routed = self._prepare(probe)
+        self._compile()
+        # (an empty input frame, for a tick that only seals windows; immutable, so shared)
+        self._empty = env.spark.createDataFrame([], with_system(src.schema))
+        routed = self._prepare(self._empty)
         self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
+        self._args = tuple(F.col(n) for n in self.input_arrow.names)
         if self.partial:
             partial_cols = [c for c in routed.columns if c not in (*self.group, PARTITION, MARKER)]
             self.merge = tuple(
@@ -98,6 +102,36 @@ class WindowedReduce(Operator):
             out = [*self.group, *self.values, HASH, "__r", ROW_CNT]
         self.output_arrow = pa.schema([self.input_arrow.field(c) for c in out])
         self.output_spark = from_arrow_schema(self.output_arrow)
+        # The output: the node's columns, emitted at window_end - 1.
+        at = (F.col("window_end") - 1).alias(TIME)
+        if self.partial:
+            values = self.reducer.final_columns()
+            cols = [values.get(c, F.col(c)) for c in node.columns]
+            self._output = Projection([*cols, at, F.lit(1).cast("long").alias(DIFF)])
+        else:
+            self._rows = Projection([*self.group, *self.values, F.col(ROW_CNT).alias(CNT)])
+            self._output = Projection([*node.columns, at, F.col(CNT).alias(DIFF)])
+
+    def _compile(self) -> None:
+        """Build the fixed expressions of `_prepare` once: rebuilding them every tick
+        cost ~50 ms of py4j per operator (`sealtime.spark.plans`)."""
+        if self.partial:
+            self._keyed = Projection([*self.routing.key_exprs, *self.values, TIME, DIFF])
+            partition = F.pmod(F.hash(*[F.col(k) for k in self.group]), F.lit(self.env.partitions))
+            marker = F.col("window_end").isNull()
+            self._marked = Projection(["*", partition.alias(PARTITION), marker.alias(MARKER)])
+        else:
+            raw = [F.col(c) for c in self.values]
+            row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
+            self._rows_in = Projection(
+                [
+                    *self.routing.key_exprs,
+                    *raw,
+                    row_hash,
+                    F.col(DIFF).alias(ROW_CNT),
+                    *self.routing.derived,
+                ]
+            )
 
     def _is_min(self, column: str) -> bool:
         name = column[len("__m_") :]
@@ -106,25 +140,13 @@ class WindowedReduce(Operator):
     def _prepare(self, delta: DataFrame) -> DataFrame:
         """The tick's updates as the kernel's input, shuffled to their partitions."""
         if self.partial:
-            keyed = delta.select(*self.routing.key_exprs, *self.values, TIME, DIFF)
+            keyed = self._keyed.apply(delta)
             keyed = keyed.unionByName(self._markers(keyed))
             partials = self.reducer.partials(keyed, self.group, DIFF)
             # The aggregate's own shuffle (map-side combined) routes each (window, key) to
             # its partition; the markers' groups (window_end null) mark every partition.
-            partition = F.pmod(F.hash(*[F.col(k) for k in self.group]), F.lit(self.env.partitions))
-            marker = F.col("window_end").isNull()
-            marked = partials.select("*", partition.alias(PARTITION), marker.alias(MARKER))
-            return self.routing.coalesce(marked)
-        raw = [F.col(c) for c in self.values]
-        row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
-        rows = delta.select(
-            *self.routing.key_exprs,
-            *raw,
-            row_hash,
-            F.col(DIFF).alias(ROW_CNT),
-            *self.routing.derived,
-        )
-        return self.routing.route(rows)
+            return self.routing.coalesce(self._marked.apply(partials))
+        return self.routing.route(self._rows_in.apply(delta), key=self._rows_in)
 
     def _markers(self, like: DataFrame) -> DataFrame:
         """One row per partition whose group lands in that partition of the aggregate's
@@ -167,7 +189,7 @@ class WindowedReduce(Operator):
         the rest to their buckets."""
         d = union_all(parts)
         if d is None:
-            d = self.env.spark.createDataFrame([], with_system(self.node.inputs[0].schema))
+            d = self._empty
         version = self.arrangement.advance()
         step = WindowedStep(
             self.arrangement.fs,
@@ -182,14 +204,10 @@ class WindowedReduce(Operator):
         # (not the updates); otherwise Spark aggregates the kernel's rows again.
         probe = self.probe(version, count_in=not self.partial, count_out=self.partial)
         task = KernelTask(step, self.input_arrow, self.output_arrow, probe)
-        merged = self._prepare(d).mapInArrow(task, self.output_spark)
+        merged = map_in_arrow(self._prepare(d), task, self.output_spark, self._args)
         if self.partial:
-            out = self.reducer.finalize(merged, self.group)
-        else:
-            rows = merged.select(*self.group, *self.values, F.col(ROW_CNT).alias(CNT))
-            out = self.reducer(rows, self.group)
-        out = out.withColumn(TIME, F.col("window_end") - 1).withColumnRenamed(CNT, DIFF)
-        return out.select(*self.node.columns, TIME, DIFF)
+            return self._output.apply(merged)
+        return self._output.apply(self.reducer(self._rows.apply(merged), self.group))
 
     def output_bound(self, inputs: Sequence[int], lo: int, hi: int | None) -> int:
         # a window is emitted at window_end - 1, below the frontier

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.util import PythonEvalType
 
-__all__ = ["CompiledStep", "Projection", "map_in_arrow"]
+__all__ = ["CompiledStep", "GroupedAggregation", "Projection", "map_in_arrow"]
 
 
 class Projection:
@@ -44,13 +44,46 @@ class Projection:
     def __len__(self) -> int:
         return len(self.columns)
 
-    def apply(self, df: DataFrame) -> DataFrame:
-        """``df.select(*columns)`` with one py4j call."""
+    def jseq(self, df: DataFrame) -> Any:
+        """The columns as a JVM sequence (made on first use, then reused)."""
         if self._jseq is None:
             jvm = df.sparkSession.sparkContext._jvm
             assert jvm is not None
             self._jseq = jvm.PythonUtils.toSeq([c._jc for c in self.columns])
-        return type(df)(df._jdf.select(self._jseq), df.sparkSession)
+        return self._jseq
+
+    def apply(self, df: DataFrame) -> DataFrame:
+        """``df.select(*columns)`` with one py4j call."""
+        return type(df)(df._jdf.select(self.jseq(df)), df.sparkSession)
+
+
+class GroupedAggregation:
+    """``df.groupBy(*group).agg(*aggregates)`` with its expressions built once; `apply`
+    makes two py4j calls (``groupBy`` with names resolves each through the JVM).
+
+    >>> from sealtime.spark.session import get_or_create_session
+    >>> spark = get_or_create_session()
+    >>> g = GroupedAggregation(["k"], [F.sum("v").alias("s")])
+    >>> df = spark.createDataFrame([(1, 2), (1, 3)], "k long, v long")
+    >>> [tuple(r) for r in g.apply(df).collect()]
+    [(1, 5)]
+    """
+
+    def __init__(self, group: Sequence[str | Column], aggregates: Sequence[Column]) -> None:
+        if not aggregates:
+            raise ValueError("GroupedAggregation needs at least one aggregate")
+        self.group = Projection(group)
+        self.aggregates = list(aggregates)
+        self._rest: Any = None
+
+    def apply(self, df: DataFrame) -> DataFrame:
+        if self._rest is None:
+            jvm = df.sparkSession.sparkContext._jvm
+            assert jvm is not None
+            self._rest = jvm.PythonUtils.toSeq([c._jc for c in self.aggregates[1:]])
+        group = self.group.jseq(df)
+        jdf = df._jdf.groupBy(group).agg(self.aggregates[0]._jc, self._rest)
+        return type(df)(jdf, df.sparkSession)
 
 
 def map_in_arrow(

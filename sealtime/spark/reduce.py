@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -19,6 +20,7 @@ from pyspark.sql import types as T
 
 from ..dataflow.aggregates import Aggregate
 from .frames import CNT
+from .plans import GroupedAggregation, Projection
 
 __all__ = ["AggregateReducer", "OrderKey", "TopKReducer", "parse_order_by"]
 
@@ -41,6 +43,8 @@ class AggregateReducer:
                     f"aggregate {name}=st.{agg.kind}({agg.column!r}): no column {agg.column!r}; "
                     f"columns are {sorted(self.types)}"
                 )
+        #: the expressions of each call shape, built once (`sealtime.spark.plans`)
+        self._compiled: dict[tuple, Any] = {}
 
     @property
     def value_columns(self) -> list[str]:
@@ -63,6 +67,16 @@ class AggregateReducer:
         return F.sum(x * weight)
 
     def __call__(self, m: DataFrame, group: Sequence[str]) -> DataFrame:
+        key = ("call", tuple(group))
+        if key not in self._compiled:
+            self._compiled[key] = (
+                GroupedAggregation(list(group), self._exprs()),
+                Projection(["*", F.lit(1).cast("long").alias(CNT)]),
+            )
+        grouped, counted = self._compiled[key]
+        return counted.apply(grouped.apply(m))
+
+    def _exprs(self) -> list[Column]:
         w = F.col(CNT)
         exprs = []
         for name, agg in self.aggs.items():
@@ -82,10 +96,18 @@ class AggregateReducer:
             else:
                 e = F.countDistinct(agg.column).cast("long")
             exprs.append(e.alias(name))
-        return m.groupBy(*group).agg(*exprs).withColumn(CNT, F.lit(1).cast("long"))
+        return exprs
 
     # Partial aggregation (append-only input): partial columns, merge, finalize.
     def partials(self, df: DataFrame, group: Sequence[str], weight: str) -> DataFrame:
+        key = ("partials", tuple(group), weight)
+        if key not in self._compiled:
+            self._compiled[key] = GroupedAggregation(list(group), self.partial_columns(weight))
+        return self._compiled[key].apply(df)
+
+    def partial_columns(self, weight: str) -> list[Column]:
+        """The partial aggregates of a group's rows weighted by `weight` (``__c_``,
+        ``__s_``, ``__m_`` columns), as aggregate expressions."""
         w = F.col(weight)
         exprs = []
         for name, agg in self.aggs.items():
@@ -100,7 +122,7 @@ class AggregateReducer:
                 exprs.append(F.min(agg.column).alias(f"__m_{name}"))
             elif agg.kind == "max":
                 exprs.append(F.max(agg.column).alias(f"__m_{name}"))
-        return df.groupBy(*group).agg(*exprs)
+        return exprs
 
     def row_partials(self, df: DataFrame, group: Sequence[str], weight: str) -> DataFrame:
         """The partial columns of each row on its own (no aggregation): `merge` of these
@@ -136,20 +158,26 @@ class AggregateReducer:
 
     def finalize(self, merged: DataFrame, group: Sequence[str]) -> DataFrame:
         cols: list[Column] = [F.col(g) for g in group]
+        cols += list(self.final_columns().values())
+        return merged.select(*cols).withColumn(CNT, F.lit(1).cast("long"))
+
+    def final_columns(self) -> dict[str, Column]:
+        """Each aggregate's value from the merged partial columns, by output name."""
+        cols: dict[str, Column] = {}
         for name, agg in self.aggs.items():
             if agg.kind == "count":
-                cols.append(F.col(f"__c_{name}").alias(name))
+                cols[name] = F.col(f"__c_{name}").alias(name)
             elif agg.kind == "sum":
                 e = F.col(f"__s_{name}")
-                cols.append(
-                    (e.cast("double") if _is_float(self.types[agg.column]) else e).alias(name)
+                cols[name] = (e.cast("double") if _is_float(self.types[agg.column]) else e).alias(
+                    name
                 )
             elif agg.kind == "avg":
                 e = F.col(f"__s_{name}").cast(_FLOAT_SUM) / F.col(f"__c_{name}")
-                cols.append(e.cast("double").alias(name))
+                cols[name] = e.cast("double").alias(name)
             else:
-                cols.append(F.col(f"__m_{name}").alias(name))
-        return merged.select(*cols).withColumn(CNT, F.lit(1).cast("long"))
+                cols[name] = F.col(f"__m_{name}").alias(name)
+        return cols
 
 
 @dataclass(frozen=True)

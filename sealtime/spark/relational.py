@@ -10,23 +10,49 @@ from pyspark.sql import functions as F
 from ..dataflow.windows import Sliding, Tumbling, WindowSpec
 from .frames import TIME
 
-__all__ = ["assign_windows"]
+__all__ = ["WindowAssigner", "assign_windows"]
+
+_WINDOW = ("window_start", "window_end")
+
+
+class WindowAssigner:
+    """The window columns of one spec as Spark expressions, built once and applied to
+    every tick's frame with a few py4j calls (`sealtime.spark.plans` says why).
+
+    >>> from sealtime.spark.session import get_or_create_session
+    >>> spark = get_or_create_session()
+    >>> df = spark.createDataFrame([(12_000, 1)], "_time long, _diff long")
+    >>> [tuple(r) for r in WindowAssigner(Tumbling(10_000)).apply(df).collect()]
+    [(12000, 1, 10000, 20000)]
+    """
+
+    def __init__(self, spec: WindowSpec) -> None:
+        t = F.col(TIME)
+        self.spec = spec
+        if isinstance(spec, Tumbling):
+            start = t - F.pmod(t - F.lit(spec.offset), F.lit(spec.size))
+            self.columns = {"window_start": start, "window_end": start + F.lit(spec.size)}
+        elif isinstance(spec, Sliding):
+            last = t - F.pmod(t, F.lit(spec.slide))
+            n = -(-spec.size // spec.slide)
+            starts = F.sequence(last - F.lit((n - 1) * spec.slide), last, F.lit(spec.slide))
+            self.explode = F.explode(starts)
+            self.end = F.col("window_start") + F.lit(spec.size)
+            self.open = F.col("window_end") > t
+        else:
+            raise TypeError(f"assign_windows does not handle {spec!r}")
+
+    def apply(self, df: DataFrame, has_windows: bool = True) -> DataFrame:
+        """`df` with ``window_start``/``window_end`` (replacing any it has; pass
+        ``has_windows=False`` when it has none, to spare the drop)."""
+        if has_windows:
+            df = df.drop(*_WINDOW)
+        if isinstance(self.spec, Tumbling):
+            return df.withColumns(self.columns)
+        out = df.withColumn("window_start", self.explode).withColumn("window_end", self.end)
+        return out.filter(self.open)
 
 
 def assign_windows(df: DataFrame, spec: WindowSpec) -> DataFrame:
     """Add ``window_start``/``window_end`` (ms, end exclusive) from ``_time``."""
-    df = df.drop("window_start", "window_end")
-    t = F.col(TIME)
-    if isinstance(spec, Tumbling):
-        start = t - F.pmod(t - F.lit(spec.offset), F.lit(spec.size))
-        return df.withColumn("window_start", start).withColumn(
-            "window_end", start + F.lit(spec.size)
-        )
-    if isinstance(spec, Sliding):
-        last = t - F.pmod(t, F.lit(spec.slide))
-        n = -(-spec.size // spec.slide)
-        starts = F.sequence(last - F.lit((n - 1) * spec.slide), last, F.lit(spec.slide))
-        out = df.withColumn("window_start", F.explode(starts))
-        out = out.withColumn("window_end", F.col("window_start") + F.lit(spec.size))
-        return out.filter(F.col("window_end") > t)
-    raise TypeError(f"assign_windows does not handle {spec!r}")
+    return WindowAssigner(spec).apply(df)
