@@ -15,10 +15,12 @@ it; so can a user's own unit tests of a pipeline.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .columns import DIFF, TIME
@@ -26,7 +28,33 @@ from .dataflow.collection import Collection
 from .dataflow.dataflow import Dataflow
 from .sources.rows import Rows
 
-__all__ = ["TestFlow", "testing_session"]
+__all__ = ["TestFlow", "testing_session", "write_jsonl_files"]
+
+
+def write_jsonl_files(
+    directory: str | os.PathLike[str],
+    files: int,
+    per_file: int,
+    row: Callable[[int, int], dict[str, Any]],
+) -> list[str]:
+    """Write `files` JSON-lines files ``f00.jsonl, f01.jsonl, ...`` into `directory`
+    (created if missing), file *i* holding ``row(i, j)`` for ``j < per_file``: input for
+    a `sealtime.sources.Files` source in tests. Returns the paths, in order.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> paths = write_jsonl_files(d, 2, 1, lambda i, j: {"k": i, "ts": 1000 * i})
+    >>> [open(p).read() for p in paths]
+    ['{"k": 0, "ts": 0}\\n', '{"k": 1, "ts": 1000}\\n']
+    """
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for i in range(files):
+        path = os.path.join(directory, f"f{i:02d}.jsonl")
+        with open(path, "w") as f:
+            f.writelines(json.dumps(row(i, j)) + "\n" for j in range(per_file))
+        paths.append(path)
+    return paths
 
 
 def testing_session() -> Any:

@@ -73,16 +73,11 @@ class GroupedAggregation:
         if not aggregates:
             raise ValueError("GroupedAggregation needs at least one aggregate")
         self.group = Projection(group)
-        self.aggregates = list(aggregates)
-        self._rest: Any = None
+        self.first = aggregates[0]
+        self.rest = Projection(aggregates[1:])
 
     def apply(self, df: DataFrame) -> DataFrame:
-        if self._rest is None:
-            jvm = df.sparkSession.sparkContext._jvm
-            assert jvm is not None
-            self._rest = jvm.PythonUtils.toSeq([c._jc for c in self.aggregates[1:]])
-        group = self.group.jseq(df)
-        jdf = df._jdf.groupBy(group).agg(self.aggregates[0]._jc, self._rest)
+        jdf = df._jdf.groupBy(self.group.jseq(df)).agg(self.first._jc, self.rest.jseq(df))
         return type(df)(jdf, df.sparkSession)
 
 

@@ -3,8 +3,9 @@
 A *reducer* maps a multiset of a group's rows (``group..., values..., _cnt`` with
 ``_cnt > 0``) to the group's output multiset (``group..., outputs..., _cnt``). The
 windowed and session operators run them over each sealed window's rows, and
-`AggregateReducer` also provides the partial aggregates (``partials``, ``merge``,
-``finalize``) that let append-only windows keep one partial row per (window, key).
+`AggregateReducer` also provides the partial aggregates (``partials``) and the values
+computed from merged partials (``final_columns``) that let append-only windows keep one
+partial row per (window, key); the kernel merges partials across ticks.
 The differential (non-windowed) operators run kernels instead (`sealtime.kernels`).
 """
 
@@ -123,43 +124,6 @@ class AggregateReducer:
             elif agg.kind == "max":
                 exprs.append(F.max(agg.column).alias(f"__m_{name}"))
         return exprs
-
-    def row_partials(self, df: DataFrame, group: Sequence[str], weight: str) -> DataFrame:
-        """The partial columns of each row on its own (no aggregation): `merge` of these
-        unioned with partials equals `merge` of their `partials` — one shuffle, not two."""
-        w = F.col(weight)
-        cols: list[Column] = [F.col(g) for g in group]
-        for name, agg in self.aggs.items():
-            if agg.kind == "count":
-                cols.append(w.cast("long").alias(f"__c_{name}"))
-            elif agg.kind in ("sum", "avg"):
-                x = F.col(agg.column)
-                s = (x * w).cast(_FLOAT_SUM) if _is_float(self.types[agg.column]) else x * w
-                cols.append(s.alias(f"__s_{name}"))
-                if agg.kind == "avg":
-                    n = F.when(x.isNotNull(), w).cast("long")
-                    cols.append(n.alias(f"__c_{name}"))
-            elif agg.kind in ("min", "max"):
-                cols.append(F.col(agg.column).alias(f"__m_{name}"))
-        return df.select(*cols)
-
-    def merge(self, partials: DataFrame, group: Sequence[str]) -> DataFrame:
-        exprs = []
-        for name, agg in self.aggs.items():
-            if agg.kind in ("count", "avg"):
-                exprs.append(F.sum(f"__c_{name}").cast("long").alias(f"__c_{name}"))
-            if agg.kind in ("sum", "avg"):
-                exprs.append(F.sum(f"__s_{name}").alias(f"__s_{name}"))
-            if agg.kind == "min":
-                exprs.append(F.min(f"__m_{name}").alias(f"__m_{name}"))
-            if agg.kind == "max":
-                exprs.append(F.max(f"__m_{name}").alias(f"__m_{name}"))
-        return partials.groupBy(*group).agg(*exprs)
-
-    def finalize(self, merged: DataFrame, group: Sequence[str]) -> DataFrame:
-        cols: list[Column] = [F.col(g) for g in group]
-        cols += list(self.final_columns().values())
-        return merged.select(*cols).withColumn(CNT, F.lit(1).cast("long"))
 
     def final_columns(self) -> dict[str, Column]:
         """Each aggregate's value from the merged partial columns, by output name."""

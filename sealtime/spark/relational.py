@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from ..dataflow.windows import Sliding, Tumbling, WindowSpec
 from .frames import TIME
 
-__all__ = ["WindowAssigner", "assign_windows"]
+__all__ = ["WindowAssigner"]
 
 _WINDOW = ("window_start", "window_end")
 
@@ -40,7 +40,7 @@ class WindowAssigner:
             self.end = F.col("window_start") + F.lit(spec.size)
             self.open = F.col("window_end") > t
         else:
-            raise TypeError(f"assign_windows does not handle {spec!r}")
+            raise TypeError(f"WindowAssigner does not handle {spec!r}")
 
     def apply(self, df: DataFrame, has_windows: bool = True) -> DataFrame:
         """`df` with ``window_start``/``window_end`` (replacing any it has; pass
@@ -51,8 +51,3 @@ class WindowAssigner:
             return df.withColumns(self.columns)
         out = df.withColumn("window_start", self.explode).withColumn("window_end", self.end)
         return out.filter(self.open)
-
-
-def assign_windows(df: DataFrame, spec: WindowSpec) -> DataFrame:
-    """Add ``window_start``/``window_end`` (ms, end exclusive) from ``_time``."""
-    return WindowAssigner(spec).apply(df)

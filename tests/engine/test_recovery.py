@@ -19,6 +19,7 @@ import pytest
 import sealtime as st
 from sealtime.engine.bindings import BindingLog, PlanChangedError
 from sealtime.sources.decode import SchemaMismatchError
+from sealtime.testing import write_jsonl_files
 from tests.sources.conftest import REDIS_HOST, REDIS_PORT, require_server
 from tests.storage.conftest import require_postgres
 
@@ -26,11 +27,12 @@ SCHEMA = {"k": "long", "v": "long", "ts": "long"}
 
 
 def write_input(directory: Path, files: int = 6, per_file: int = 40) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for i in range(files):
-        with open(directory / f"f{i:02d}.jsonl", "w") as f:
-            for j in range(per_file):
-                f.write(json.dumps({"k": j % 3, "v": i * 100 + j, "ts": i * 4000 + j * 100}) + "\n")
+    write_jsonl_files(
+        directory,
+        files,
+        per_file,
+        lambda i, j: {"k": j % 3, "v": i * 100 + j, "ts": i * 4000 + j * 100},
+    )
 
 
 def build(spark, data_dir, input_dir, *, ck=None, truncate=True, metadata=None, name="r"):

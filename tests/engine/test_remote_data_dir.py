@@ -24,18 +24,19 @@ import pytest
 
 import sealtime as st
 from sealtime.storage.fs import DataFS, register_filesystem, unregister_filesystem
+from sealtime.testing import write_jsonl_files
 from tests.storage.conftest import _drop_schema, require_postgres
 
 SCHEMA = {"k": "long", "v": "long", "ts": "long"}
 
 
 def write_input(directory: Path, files: int = 5, per_file: int = 24) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for i in range(files):
-        with open(directory / f"f{i:02d}.jsonl", "w") as f:
-            for j in range(per_file):
-                row = {"k": j % 4, "v": (i * 37 + j * 11) % 50, "ts": i * 3000 + j * 120}
-                f.write(json.dumps(row) + "\n")
+    write_jsonl_files(
+        directory,
+        files,
+        per_file,
+        lambda i, j: {"k": j % 4, "v": (i * 37 + j * 11) % 50, "ts": i * 3000 + j * 120},
+    )
 
 
 def build(spark, data_dir: str, metadata: str | None, inputs: Path):

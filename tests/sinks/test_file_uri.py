@@ -4,23 +4,24 @@ output equals an uninterrupted run on plain paths (issue 11, one filesystem laye
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 import sealtime as st
 from sealtime.sinks.parquet import COMMITS
+from sealtime.testing import write_jsonl_files
 
 SCHEMA = {"k": "long", "v": "long", "ts": "long"}
 
 
 def write_input(directory: Path, files: int = 4, per_file: int = 20) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for i in range(files):
-        with open(directory / f"f{i:02d}.jsonl", "w") as f:
-            for j in range(per_file):
-                f.write(json.dumps({"k": j % 3, "v": i * 100 + j, "ts": i * 4000 + j * 100}) + "\n")
+    write_jsonl_files(
+        directory,
+        files,
+        per_file,
+        lambda i, j: {"k": j % 3, "v": i * 100 + j, "ts": i * 4000 + j * 100},
+    )
 
 
 def build(spark, data_dir: str, out: str, input_dir: Path) -> tuple[st.Dataflow, st.sinks.Parquet]:
