@@ -423,6 +423,8 @@ class IngestLogReader:
         ``main`` keeps the columns `data`."""
         from pyspark.sql import functions as F
 
+        from ..spark.plans import Projection
+
         entries = self._entries(output, lo, hi)
         if not entries:
             return None
@@ -432,9 +434,16 @@ class IngestLogReader:
         copied = [f.path for f in copied_entries]
         if copied:
             # An explicit schema spares Spark a job to infer it from the files' footers.
-            df = spark.read.schema(self.spark_schema(output)).parquet(*copied)
+            df = self._scan(output).read(spark, copied)
             if output == "main":
-                df = df.filter(F.col("_late").isNull()).select(*data, TIME, DIFF)
+                key = "copied:" + ",".join(data)
+                if key not in self._columns:
+                    self._columns[key] = (
+                        F.col("_late").isNull(),
+                        Projection([*data, TIME, DIFF]),
+                    )
+                kept, projection = self._columns[key]
+                df = projection.apply(df.filter(kept))
             elif output == "late":
                 df = df.filter(F.col("_late").isNotNull()).select(
                     *cols, F.col("_late").alias("reason"), TIME, DIFF
@@ -458,6 +467,15 @@ class IngestLogReader:
             out = df if out is None else out.unionByName(df)
         return out
 
+    def _scan(self, output: str) -> Any:
+        """The Parquet reader of `output`'s copied files, built once (`ParquetScan`)."""
+        from ..spark.plans import ParquetScan
+
+        key = "scan:" + output
+        if key not in self._columns:
+            self._columns[key] = ParquetScan(self.spark_schema(output))
+        return self._columns[key]
+
     def _column(self, name: str) -> Any:
         """A Spark column reference, built once (each costs a JVM round trip)."""
         from pyspark.sql import functions as F
@@ -476,20 +494,21 @@ class IngestLogReader:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from ..spark.plans import Projection
+        from ..spark.plans import ParquetScan, Projection
 
         fields = [f for f in self.source_schema if f.name not in (TIME, DIFF)]
-        if "schema" not in self._columns:
-            self._columns["schema"] = from_arrow_schema(pa.schema(fields))
+        if "linked" not in self._columns:
+            self._columns["linked"] = ParquetScan(from_arrow_schema(pa.schema(fields)))
             self._columns["one"] = F.lit(1).cast("long").alias(DIFF)
-        schema = self._columns["schema"]
+        scan = self._columns["linked"]
         one = self._columns["one"]
         names = [f.name for f in fields]
         sidecar = "__row BIGINT, _time BIGINT, reason STRING"
 
         def event_time(e: LogFile):
             if e.fixed_time is not None:
-                return F.lit(e.fixed_time).cast("long").alias(TIME)
+                # (one parsed expression: a literal built from Columns costs ~25 JVM calls)
+                return F.expr(f"CAST({int(e.fixed_time)} AS BIGINT) AS {TIME}")
             key = "time:" + e.time_column
             if key not in self._columns:
                 c = self._column(e.time_column)
@@ -539,7 +558,7 @@ class IngestLogReader:
             for e in whole:
                 by_stamp.setdefault(e.fixed_time, []).append(e)
             for group in by_stamp.values():
-                df = spark.read.schema(schema).parquet(*[e.path for e in group])
+                df = scan.read(spark, [e.path for e in group])
                 exact = all(_inside(e, lo, hi) for e in group)
                 if not exact:
                     df, exact = in_range(group[0], df)
@@ -550,11 +569,15 @@ class IngestLogReader:
                         self._columns[key] = Projection([*cols_, event_time(group[0]), one])
                     parts.append((self._columns[key].apply(df), exact))
                 else:
-                    cols_ = [self._column(c) for c in data]
-                    parts.append((df.select(*cols_, event_time(group[0]), one), exact))
+                    # The data columns are fixed; the binding's time is this tick's.
+                    key = "data:" + ",".join(data)
+                    if key not in self._columns:
+                        self._columns[key] = Projection([self._column(c) for c in data])
+                    stamped = self._columns[key].apply(df, event_time(group[0]), one)
+                    parts.append((stamped, exact))
             rest = [e for e in entries if e not in whole]
         for e in rest:
-            df = spark.read.schema(schema).parquet(e.path)
+            df = scan.read(spark, [e.path])
             df = df.select(*names, F.col("_metadata.row_index").alias("__row"))
             if not (e.first == 0 and e.end == e.file_rows):
                 df = df.filter((F.col("__row") >= e.first) & (F.col("__row") < e.end))

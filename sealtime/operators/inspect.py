@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
+from ..spark.frames import to_arrow
 from ..time.order import MIN_TIME
 from .base import Operator
 
@@ -20,5 +21,5 @@ class Inspect(Operator):
         d = inputs[0]
         if d is not None:
             # Users see "nothing sealed before" as None, never the internal minimum.
-            self.node.params["fn"](d.toArrow(), None if lo <= MIN_TIME else lo, hi)
+            self.node.params["fn"](to_arrow(d), None if lo <= MIN_TIME else lo, hi)
         return d

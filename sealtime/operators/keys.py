@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 from ..arrangement.task import MARKER, PARTITION
 from ..columns import DIFF, TIME
 from ..kernels.keyed import HASH
+from ..spark.plans import Projection
 from .base import Env
 
 __all__ = ["ALL_KEY", "CARRIER", "KeyRouting", "carriers"]
@@ -104,7 +105,7 @@ class KeyRouting:
             F.lit(False).alias(MARKER),
         ]
         self._markers: dict[Hashable, DataFrame] = {}
-        self._carrier: Column | None = None
+        self._carrier: Projection | None = None
 
     @classmethod
     def of(
@@ -123,11 +124,12 @@ class KeyRouting:
         one marker row per partition. `key` names the frame's schema when the caller
         knows it is always the same (it spares a schema lookup through the JVM)."""
         if self._carrier is None:
-            self._carrier = F.col(CARRIER)
-        routed = projected.unionByName(self.markers(projected, key)).repartition(
-            self.partitions, self._carrier
-        )
-        return self.coalesce(routed)
+            self._carrier = Projection([CARRIER])
+        markers = self.markers(projected, key)
+        # (the JVM calls themselves: PySpark's repartition converts its columns each time)
+        jdf = projected._jdf.unionByName(markers._jdf, False)
+        jdf = jdf.repartition(self.partitions, self._carrier.jseq(projected))
+        return self.coalesce(type(projected)(jdf, projected.sparkSession))
 
     def coalesce(self, routed: DataFrame) -> DataFrame:
         """`routed` (hash partitioned) in `tasks` Spark partitions, each holding whole

@@ -38,7 +38,9 @@ class Callback(Sink):
 
     def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         """Hand the range to `fn`; True: `delta`'s plan was computed."""
-        table = None if delta is None else delta.toArrow()
+        from ..spark.frames import to_arrow
+
+        table = None if delta is None else to_arrow(delta)
         if not (self.skip_empty and (table is None or table.num_rows == 0)):
             self.fn(table, None if lo <= MIN_TIME else lo, hi)
         return delta is not None

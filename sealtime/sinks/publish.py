@@ -161,7 +161,9 @@ class Publish(Sink):
             # On Spark, vectorised; xxhash64 is deterministic across runs and machines.
             part = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in cols]), F.lit(self.partitions))
             delta = delta.withColumn(_PART, part.cast("long"))
-        table = delta.toArrow()
+        from ..spark.frames import to_arrow
+
+        table = to_arrow(delta)
         if _PART not in table.column_names:
             table = table.append_column(_PART, pa.array(np.zeros(table.num_rows, np.int64)))
         return table

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.util import PythonEvalType
 
-__all__ = ["CompiledStep", "GroupedAggregation", "Projection", "map_in_arrow"]
+__all__ = ["CompiledStep", "GroupedAggregation", "ParquetScan", "Projection", "map_in_arrow"]
 
 
 class Projection:
@@ -52,9 +52,13 @@ class Projection:
             self._jseq = jvm.PythonUtils.toSeq([c._jc for c in self.columns])
         return self._jseq
 
-    def apply(self, df: DataFrame) -> DataFrame:
-        """``df.select(*columns)`` with one py4j call."""
-        return type(df)(df._jdf.select(self.jseq(df)), df.sparkSession)
+    def apply(self, df: DataFrame, *extra: Column) -> DataFrame:
+        """``df.select(*columns, *extra)`` with one py4j call, plus one per `extra`
+        column (a column that changes every tick, like a literal time)."""
+        seq = self.jseq(df)
+        for c in extra:
+            seq = seq.appended(c._jc)  # (Scala 2.13's Seq :+, a new sequence)
+        return type(df)(df._jdf.select(seq), df.sparkSession)
 
 
 class GroupedAggregation:
@@ -79,6 +83,52 @@ class GroupedAggregation:
     def apply(self, df: DataFrame) -> DataFrame:
         jdf = df._jdf.groupBy(self.group.jseq(df)).agg(self.first._jc, self.rest.jseq(df))
         return type(df)(jdf, df.sparkSession)
+
+
+class ParquetScan:
+    """``spark.read.schema(schema).parquet(*paths)`` with the JVM reader built once per
+    SparkSession: reading one path is one py4j call (PySpark's reader costs about a dozen,
+    since it converts the schema and the path list through the JVM every time).
+
+    >>> import pyarrow as pa, pyarrow.parquet as pq, tempfile, os
+    >>> from sealtime.spark.session import get_or_create_session
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.parquet")
+    >>> pq.write_table(pa.table({"x": [1, 2]}), path)
+    >>> scan = ParquetScan("x long")
+    >>> [r.x for r in scan.read(get_or_create_session(), [path]).collect()]
+    [1, 2]
+    """
+
+    def __init__(self, schema: Any) -> None:
+        #: a Spark ``StructType`` or a DDL string
+        self.schema = schema
+        self._session: Any = None
+        self._jreader: Any = None
+        self._legacy_path = False
+
+    def read(self, spark: Any, paths: Sequence[str]) -> DataFrame:
+        """The files `paths` (at least one) as a DataFrame of `schema`."""
+        if not paths:
+            raise ValueError("ParquetScan.read needs at least one path")
+        if self._session is not spark:
+            jspark = spark._jsparkSession
+            reader = jspark.read()
+            if isinstance(self.schema, str):
+                reader = reader.schema(self.schema)
+            else:
+                reader = reader.schema(jspark.parseDataType(self.schema.json()))
+            self._jreader = reader.format("parquet")
+            # (with the legacy path option, load(path) would set an option on the shared
+            # reader: take the sequence form then)
+            legacy = spark.conf.get("spark.sql.legacy.pathOptionBehavior.enabled", "false")
+            self._legacy_path = str(legacy).lower() == "true"
+            self._session = spark
+        if len(paths) == 1 and not self._legacy_path:
+            jdf = self._jreader.load(paths[0])
+        else:
+            jvm = spark.sparkContext._jvm
+            jdf = self._jreader.load(jvm.PythonUtils.toSeq(list(paths)))
+        return DataFrame(jdf, spark)
 
 
 def map_in_arrow(

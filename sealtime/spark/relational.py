@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from ..dataflow.windows import Sliding, Tumbling, WindowSpec
 from .frames import TIME
+from .plans import Projection
 
 __all__ = ["WindowAssigner"]
 
@@ -31,13 +32,18 @@ class WindowAssigner:
         self.spec = spec
         if isinstance(spec, Tumbling):
             start = t - F.pmod(t - F.lit(spec.offset), F.lit(spec.size))
-            self.columns = {"window_start": start, "window_end": start + F.lit(spec.size)}
+            end = start + F.lit(spec.size)
+            self.steps = [Projection(["*", start.alias("window_start"), end.alias("window_end")])]
         elif isinstance(spec, Sliding):
             last = t - F.pmod(t, F.lit(spec.slide))
             n = -(-spec.size // spec.slide)
             starts = F.sequence(last - F.lit((n - 1) * spec.slide), last, F.lit(spec.slide))
-            self.explode = F.explode(starts)
-            self.end = F.col("window_start") + F.lit(spec.size)
+            end = F.col("window_start") + F.lit(spec.size)
+            # (the end refers to the exploded start: two projections)
+            self.steps = [
+                Projection(["*", F.explode(starts).alias("window_start")]),
+                Projection(["*", end.alias("window_end")]),
+            ]
             self.open = F.col("window_end") > t
         else:
             raise TypeError(f"WindowAssigner does not handle {spec!r}")
@@ -47,7 +53,6 @@ class WindowAssigner:
         ``has_windows=False`` when it has none, to spare the drop)."""
         if has_windows:
             df = df.drop(*_WINDOW)
-        if isinstance(self.spec, Tumbling):
-            return df.withColumns(self.columns)
-        out = df.withColumn("window_start", self.explode).withColumn("window_end", self.end)
-        return out.filter(self.open)
+        for step in self.steps:
+            df = step.apply(df)
+        return df if isinstance(self.spec, Tumbling) else df.filter(self.open)
