@@ -383,7 +383,7 @@ class IngestLogReader:
     def __init__(self, source_schema: pa.Schema, entries: LogEntries) -> None:
         self.source_schema = source_schema
         self.entries = entries
-        self._columns: dict[str, Any] = {}
+        self._columns: dict[Any, Any] = {}  # built once: columns, projections, scans
 
     def spark_schema(self, output: str) -> Any:
         """The Spark schema of the files holding `output` (copied entries)."""
@@ -436,7 +436,7 @@ class IngestLogReader:
             # An explicit schema spares Spark a job to infer it from the files' footers.
             df = self._scan(output).read(spark, copied)
             if output == "main":
-                key = "copied:" + ",".join(data)
+                key = ("copied", *data)  # (a tuple: names may hold commas)
                 if key not in self._columns:
                     self._columns[key] = (
                         F.col("_late").isNull(),
@@ -563,14 +563,14 @@ class IngestLogReader:
                 if not exact:
                     df, exact = in_range(group[0], df)
                 if group[0].fixed_time is None:
-                    key = f"project:{group[0].time_column}:{','.join(data)}"
+                    key = ("project", group[0].time_column, *data)
                     if key not in self._columns:
                         cols_ = [self._column(c) for c in data]
                         self._columns[key] = Projection([*cols_, event_time(group[0]), one])
                     parts.append((self._columns[key].apply(df), exact))
                 else:
                     # The data columns are fixed; the binding's time is this tick's.
-                    key = "data:" + ",".join(data)
+                    key = ("data", *data)
                     if key not in self._columns:
                         self._columns[key] = Projection([self._column(c) for c in data])
                     stamped = self._columns[key].apply(df, event_time(group[0]), one)
