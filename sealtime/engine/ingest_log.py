@@ -435,23 +435,21 @@ class IngestLogReader:
         if copied:
             # An explicit schema spares Spark a job to infer it from the files' footers.
             df = self._scan(output).read(spark, copied)
-            if output == "main":
-                key = ("copied", *data)  # (a tuple: names may hold commas)
-                if key not in self._columns:
-                    self._columns[key] = (
-                        F.col("_late").isNull(),
-                        Projection([*data, TIME, DIFF]),
-                    )
-                kept, projection = self._columns[key]
-                df = projection.apply(df.filter(kept))
-            elif output == "late":
-                df = df.filter(F.col("_late").isNotNull()).select(
-                    *cols, F.col("_late").alias("reason"), TIME, DIFF
-                )
-            elif output == "health":
-                df = df.select("source", "status", TIME, DIFF)
-            else:
-                df = df.select("raw", "reason", TIME, DIFF)
+            key = ("copied", output, *data)  # (a tuple: names may hold commas)
+            if key not in self._columns:
+                late = F.col("_late")
+                if output == "main":
+                    plan = (late.isNull(), Projection([*data, TIME, DIFF]))
+                elif output == "late":
+                    reason = late.alias("reason")
+                    plan = (late.isNotNull(), Projection([*cols, reason, TIME, DIFF]))
+                elif output == "health":
+                    plan = (None, Projection(["source", "status", TIME, DIFF]))
+                else:
+                    plan = (None, Projection(["raw", "reason", TIME, DIFF]))
+                self._columns[key] = plan
+            kept, projection = self._columns[key]
+            df = projection.apply(df if kept is None else df.filter(kept))
             parts.append((df, all(_inside(e, lo, hi) for e in copied_entries)))
         linked = [f for f in entries if f.linked]
         if linked:
@@ -576,18 +574,26 @@ class IngestLogReader:
                     stamped = self._columns[key].apply(df, event_time(group[0]), one)
                     parts.append((stamped, exact))
             rest = [e for e in entries if e not in whole]
+        if rest and "rows" not in self._columns:
+            row = F.col("_metadata.row_index").alias("__row")
+            self._columns["rows"] = Projection([*names, row])
+            self._columns["sidecar"] = ParquetScan(sidecar)
+            self._columns["late data"] = Projection([*cols, "reason", TIME])
         for e in rest:
-            df = scan.read(spark, [e.path])
-            df = df.select(*names, F.col("_metadata.row_index").alias("__row"))
+            df = self._columns["rows"].apply(scan.read(spark, [e.path]))
             if not (e.first == 0 and e.end == e.file_rows):
-                df = df.filter((F.col("__row") >= e.first) & (F.col("__row") < e.end))
+                df = df.filter(f"__row >= {int(e.first)} AND __row < {int(e.end)}")
+            late = self._columns["sidecar"].read(spark, [e.late_path]) if e.late else None
             if output == "main":
-                if e.late:
-                    late = spark.read.schema(sidecar).parquet(e.late_path).select("__row")
-                    df = df.join(F.broadcast(late), "__row", "left_anti")
-                parts.append((df.select(*data, event_time(e), one), _inside(e, lo, hi)))
+                if late is not None:
+                    df = df.join(F.broadcast(late.select("__row")), "__row", "left_anti")
+                key = ("data", *data)
+                if key not in self._columns:
+                    self._columns[key] = Projection([self._column(c) for c in data])
+                stamped = self._columns[key].apply(df, event_time(e), one)
+                parts.append((stamped, _inside(e, lo, hi)))
             else:
-                late = spark.read.schema(sidecar).parquet(e.late_path)
+                assert late is not None  # (only entries with late rows hold "late" rows)
                 df = df.join(F.broadcast(late), "__row", "inner")
-                parts.append((df.select(*cols, "reason", TIME, one), _inside(e, lo, hi)))
+                parts.append((self._columns["late data"].apply(df, one), _inside(e, lo, hi)))
         return parts
