@@ -492,7 +492,7 @@ class IngestLogReader:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from ..spark.plans import ParquetScan, Projection
+        from ..spark.plans import ParquetScan, Projection, runtime_long
 
         fields = [f for f in self.source_schema if f.name not in (TIME, DIFF)]
         if "linked" not in self._columns:
@@ -505,8 +505,10 @@ class IngestLogReader:
 
         def event_time(e: LogFile):
             if e.fixed_time is not None:
-                # (one parsed expression: a literal built from Columns costs ~25 JVM calls)
-                return F.expr(f"CAST({int(e.fixed_time)} AS BIGINT) AS {TIME}")
+                # (one parsed expression: a literal built from Columns costs ~25 JVM calls;
+                # a value read at run time keeps the stage's generated code the same
+                # every tick, so Spark compiles it once)
+                return F.expr(f"{runtime_long(e.fixed_time)} AS {TIME}")
             key = "time:" + e.time_column
             if key not in self._columns:
                 c = self._column(e.time_column)

@@ -25,7 +25,35 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.util import PythonEvalType
 
-__all__ = ["CompiledStep", "GroupedAggregation", "ParquetScan", "Projection", "map_in_arrow"]
+__all__ = [
+    "CompiledStep",
+    "GroupedAggregation",
+    "ParquetScan",
+    "Projection",
+    "map_in_arrow",
+    "runtime_long",
+]
+
+
+def runtime_long(value: int) -> str:
+    """SQL text of the BIGINT `value` that Spark reads at run time instead of compiling
+    it into generated code.
+
+    Spark compiles each stage of a plan to Java (whole-stage code generation) and caches
+    the compiled class by its source text, but it writes an integer literal into that
+    text. A value that changes every tick (a binding's time, a sealed range's bounds)
+    would make every tick's stage new source, compiled again by Janino: 13-18 ms per
+    stage on a 2-core machine. An array literal is passed to the generated code as an
+    object instead, and a higher-order function over it is not folded back into a
+    literal, so the text stays the same from tick to tick. (``coalesce`` keeps the
+    column non-nullable, as the literal was.)
+
+    >>> from sealtime.spark.session import get_or_create_session
+    >>> spark = get_or_create_session()
+    >>> spark.range(1).selectExpr(f"{runtime_long(1700000000123)} AS t").first().t
+    1700000000123
+    """
+    return f"coalesce(transform(array({int(value)}L), x -> x)[0], 0L)"
 
 
 class Projection:

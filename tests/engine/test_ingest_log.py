@@ -239,3 +239,38 @@ def test_null_event_time_goes_to_errors(make_flow, tmp_path, fmt):
     assert [r["n"] for r in final] == [4]
     runtime = next(iter(flow._engine.sources.values()))
     assert runtime.error_count == 1
+
+
+def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch):
+    """Every tick of an ingestion-time source stamps a new binding time; the plans of
+    later ticks must still be the same Java source, which Spark compiles only once."""
+    import sealtime.spark.frames as frames
+    from tests.spark.test_plans import generated_code
+
+    directory = str(tmp_path / "in")
+    _write_parquet(directory, files=3, rows=300)
+    codes = []
+    to_arrow = frames.to_arrow
+
+    def recording(df):
+        codes.append(generated_code(df))
+        return to_arrow(df)
+
+    monkeypatch.setattr(frames, "to_arrow", recording)
+    src = Files(
+        directory,
+        format="parquet",
+        schema=Generator().schema,
+        finite=True,
+        settle=0,
+        max_per_read=300,
+    )
+    flow = make_flow(record=False)  # (recording would compute each tick ahead of the sink)
+    bids = flow.source("bids", src)
+    totals = bids.aggregate(by="auction", n=st.count())
+    got = []
+    totals.sink(st.sinks.Callback(lambda t, lo, hi: got.append((lo, hi))))
+    flow.run()
+    assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
+    assert len(codes) == 3 and codes[0]
+    assert codes[0] == codes[1] == codes[2]
