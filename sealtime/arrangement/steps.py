@@ -175,7 +175,7 @@ class WindowedStep:
         columns = [*self.group, *self.values] if not self.merge else None
         keep = [*self.group, *(c for c, _ in self.merge)] if self.merge else None
         if keep is None:
-            keep = [c for c in table.column_names if c not in ("__p", "__q", "__m")]
+            keep = [c for c in table.column_names if c not in ("__p", "__m")]
         table = table.select(keep)
         sealed, still_open = split_sealed(table, self.hi)
         stored = live_buckets(directory, self.version - 1)

@@ -5,9 +5,10 @@ columns, then shuffles:
 
 * ``__h = xxhash64(key)`` — the 64-bit hash kernels sort and search by;
 * ``__p = pmod(hash(key), P)`` — the arrangement partition of the key;
-* ``__q`` — a *carrier*: an int whose Murmur3 hash lands in partition ``__p``, so
-  ``repartition(P, __q)`` puts exactly the rows of arrangement partition p in Spark
-  partition p;
+* a *carrier*: an int whose Murmur3 hash lands in partition ``__p``, so repartitioning
+  by it puts exactly the rows of arrangement partition p in Spark partition p. It is
+  the shuffle's partitioning expression, computed from ``__p`` as the rows are written,
+  not a column: the shuffle and the kernel's Arrow input carry one column less;
 * ``__m`` — false for updates, true for the one *marker* row per partition that is
   added to every shuffle, so that every partition's task runs (and knows its
   partition) even when the tick has no update for it.
@@ -33,10 +34,9 @@ from ..kernels.keyed import HASH
 from ..spark.plans import Projection
 from .base import Env
 
-__all__ = ["ALL_KEY", "CARRIER", "KeyRouting", "carriers"]
+__all__ = ["ALL_KEY", "KeyRouting", "carriers"]
 
 ALL_KEY = "__all"
-CARRIER = "__q"
 _CARRIERS: dict[tuple[int, str], list[int]] = {}
 
 
@@ -97,11 +97,9 @@ class KeyRouting:
         # The hashes over the same expressions, so that one projection computes all.
         partition = F.pmod(F.hash(*values), F.lit(partitions))
         self.carriers = carriers_of
-        carrier_array = F.array(*[F.lit(c).cast("int") for c in carriers_of])
         self.derived = [
             F.xxhash64(*values).alias(HASH),
             partition.alias(PARTITION),
-            F.element_at(carrier_array, partition + 1).alias(CARRIER),
             F.lit(False).alias(MARKER),
         ]
         self._markers: dict[Hashable, DataFrame] = {}
@@ -124,7 +122,8 @@ class KeyRouting:
         one marker row per partition. `key` names the frame's schema when the caller
         knows it is always the same (it spares a schema lookup through the JVM)."""
         if self._carrier is None:
-            self._carrier = Projection([CARRIER])
+            carrier_array = F.array(*[F.lit(c).cast("int") for c in self.carriers])
+            self._carrier = Projection([F.element_at(carrier_array, F.col(PARTITION) + 1)])
         markers = self.markers(projected, key)
         # (the JVM calls themselves: PySpark's repartition converts its columns each time)
         jdf = projected._jdf.unionByName(markers._jdf, False)
@@ -139,16 +138,14 @@ class KeyRouting:
         return routed
 
     def markers(self, like: DataFrame, key: Hashable | None = None) -> DataFrame:
-        """One row per partition with `like`'s columns: nulls, except ``__p``, ``__q``,
-        ``__m`` (true) and zero ``_time``/``_diff``. Built once per schema."""
+        """One row per partition with `like`'s columns: nulls, except ``__p``, ``__m``
+        (true) and zero ``_time``/``_diff``. Built once per schema."""
         if key is None:
             key = like.schema.json()
         if key not in self._markers:
             spark = like.sparkSession
-            carrier_array = F.array(*[F.lit(c).cast("int") for c in self.carriers])
             special = {
                 PARTITION: F.col("id").cast("int"),
-                CARRIER: F.element_at(carrier_array, F.col("id").cast("int") + 1),
                 MARKER: F.lit(True),
                 TIME: F.lit(0).cast("long"),
                 DIFF: F.lit(0).cast("long"),
