@@ -3,7 +3,10 @@
     python bench/collect.py
 
 Each benchmark script writes its own section (with machine, date and command) to
-bench/results/; this script only concatenates them in a fixed order.
+bench/results/; this script only concatenates them in a fixed order. Notes written by
+hand (earlier runs, re-checks, what a number means) live in bench/results/notes/ under
+the section's name and follow their section: a script that rewrites its section never
+touches them, and regenerating BENCHMARKS.md keeps them.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ def main() -> int:
         "# Benchmarks\n",
         "Every section is written by its script in `bench/` and names the machine, the date",
         "and the command. Regenerate a section by running its command, then",
-        "`python bench/collect.py`.\n",
+        "`python bench/collect.py`. Notes added by hand live in `bench/results/notes/`.\n",
     ]
     for name in ordered:
         parts.append((results / f"{name}.md").read_text(encoding="utf-8").strip() + "\n")
+        notes = results / "notes" / f"{name}.md"
+        if notes.exists():
+            parts.append(notes.read_text(encoding="utf-8").strip() + "\n")
     (root / "BENCHMARKS.md").write_text("\n".join(parts), encoding="utf-8")
     print(f"BENCHMARKS.md: {', '.join(ordered)}")
     return 0

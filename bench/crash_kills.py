@@ -14,7 +14,7 @@ A *scenario* is one data dir: killed runs until a run finishes the job by itself
 one more uncrashed run in this process. Each scenario's sink is compared as a multiset
 with the batch oracle over the input (pandas) and with an uncrashed run's sink:
 *lost* = oracle rows missing from the sink, *duplicated* = sink rows beyond the
-oracle's multiplicity. Results are appended to bench/results/crash_kills.md.
+oracle's multiplicity. Results are written to bench/results/crash_kills.md (``--out``).
 """
 
 from __future__ import annotations
@@ -116,14 +116,19 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--events", type=int, default=crash.EVENTS)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "bench" / "results" / "crash_kills.md"),
+        help="where the result goes (it replaces the file)",
+    )
     args = ap.parse_args()
     machine, load_before = describe(), load_average()
     spark = get_or_create_session(app_name="crash-kills")
     with tempfile.TemporaryDirectory(prefix="sealtime-kills-") as tmp:
         result = run_files(spark, Path(tmp), args.kills, args.events, args.seed)
     cmd = "python bench/crash_kills.py " + " ".join(sys.argv[1:])
-    out = ROOT / "bench" / "results" / "crash_kills.md"
-    out.parent.mkdir(exist_ok=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     text = (
         f"Machine: {machine}. Command: `{cmd.strip()}`. "
         f"Load average (1/5/15 min) before: {load_before}; after: {load_average()}.\n\n"
