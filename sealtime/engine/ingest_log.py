@@ -474,6 +474,15 @@ class IngestLogReader:
             self._columns[key] = ParquetScan(self.spark_schema(output))
         return self._columns[key]
 
+    def _data(self, data: list[str]) -> Any:
+        """The projection of the data columns `data`, built once (`Projection`)."""
+        from ..spark.plans import Projection
+
+        key = ("data", *data)  # (a tuple: names may hold commas)
+        if key not in self._columns:
+            self._columns[key] = Projection([self._column(c) for c in data])
+        return self._columns[key]
+
     def _column(self, name: str) -> Any:
         """A Spark column reference, built once (each costs a JVM round trip)."""
         from pyspark.sql import functions as F
@@ -570,10 +579,7 @@ class IngestLogReader:
                     parts.append((self._columns[key].apply(df), exact))
                 else:
                     # The data columns are fixed; the binding's time is this tick's.
-                    key = ("data", *data)
-                    if key not in self._columns:
-                        self._columns[key] = Projection([self._column(c) for c in data])
-                    stamped = self._columns[key].apply(df, event_time(group[0]), one)
+                    stamped = self._data(data).apply(df, event_time(group[0]), one)
                     parts.append((stamped, exact))
             rest = [e for e in entries if e not in whole]
         if rest and "rows" not in self._columns:
@@ -589,10 +595,7 @@ class IngestLogReader:
             if output == "main":
                 if late is not None:
                     df = df.join(F.broadcast(late.select("__row")), "__row", "left_anti")
-                key = ("data", *data)
-                if key not in self._columns:
-                    self._columns[key] = Projection([self._column(c) for c in data])
-                stamped = self._columns[key].apply(df, event_time(e), one)
+                stamped = self._data(data).apply(df, event_time(e), one)
                 parts.append((stamped, _inside(e, lo, hi)))
             else:
                 assert late is not None  # (only entries with late rows hold "late" rows)

@@ -43,11 +43,11 @@ def runtime_long(value: int) -> str:
     the compiled class by its source text, but it writes an integer literal into that
     text. A value that changes every tick (an ingestion-time tick's binding time) would
     make every tick's stage new source, compiled again by Janino: 13-18 ms per stage on
-    a 2-core machine. (Not for filters meant to reach the Parquet reader: only literals
-    are pushed down.) An array literal is passed to the generated code as an
-    object instead, and a higher-order function over it is not folded back into a
-    literal, so the text stays the same from tick to tick. (``coalesce`` keeps the
-    column non-nullable, as the literal was.)
+    a 2-core machine. An array literal is passed to the generated code as an object
+    instead, and a higher-order function over it is not folded back into a literal, so
+    the text stays the same from tick to tick. (``coalesce`` keeps the column
+    non-nullable, as the literal was.) Not for filters meant to reach the Parquet
+    reader: only literals are pushed down.
 
     >>> from sealtime.spark.session import get_or_create_session
     >>> spark = get_or_create_session()
