@@ -479,8 +479,8 @@ def report(win: dict, sm: dict, args, stamp: str) -> str:
         f"{_ms(sl['emitting']['p99'])} ms), Spark SS {ss['emitting']['n']} (p50 "
         f"{_ms(ss['emitting']['p50'])} ms, p99 {_ms(ss['emitting']['p99'])} ms). A sealtime "
         "tick whose sealed range holds no window end runs no Spark job: its rows stay in "
-        "the log as a lazy plan and the tick that seals the next window end reads them "
-        "(`docs/dataplane.md`), so the cost moves to those ticks.",
+        "the log, and the tick that seals the next window end reads the waiting ticks' "
+        "rows again in one scan (`docs/dataplane.md`), so the cost moves to those ticks.",
         "",
         f"p50 tick time sealtime / Spark SS: **{ratio:.2f}x** (below 1 = sealtime faster). "
         "Spark SS in append mode emits a window one micro-batch after the watermark "

@@ -34,7 +34,7 @@ from pyspark.sql import types as T
 
 from ..arrangement.counters import KernelCounters
 from ..dataflow.plan import Node, Plan
-from ..operators import Env, Operator, build, kernel_tasks
+from ..operators import Env, Operator, build, kernel_tasks, log_derived
 from ..sinks.base import CommitContext
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore
@@ -213,6 +213,7 @@ class Engine:
                 shared=shared,
                 tasks=tasks,
                 counters=self.counters,
+                log_output=self.log_output,
             )
             self.ops[node.id] = build(node, env)
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
@@ -637,6 +638,21 @@ class Engine:
             materialised |= self._upstream(inp.id)
             return d.filter(F.col(TIME) < hi), hi - 1
         return d, bound
+
+    def log_output(self, node: Node, lo: int, hi: int | None) -> DataFrame | None:
+        """The output of `node` at times in ``[lo, hi)``, built again from its source's
+        log: `node` is a source output or a chain of one-input stateless operators over
+        one, so its output over several ticks' ranges is one plan (one scan of the log
+        files) instead of one per tick. A windowed aggregate reads its deferred ticks
+        this way."""
+        if not log_derived(node):
+            raise ValueError(
+                f"{node.kind} node {node.name!r} is not derived from one source's log alone"
+            )
+        op = self.ops[node.id]
+        if node.kind in ("source", "source_output"):
+            return op.step([None] * len(node.inputs), lo, hi)
+        return op.step([self.log_output(node.inputs[0], lo, hi)], lo, hi)
 
     def _unread(self, nid: int, kind: str, stateful: bool) -> bool:
         """A stateless output nobody reads (no consumer, no sink, not recorded): its plan

@@ -13,7 +13,7 @@ their output), so a linear pipeline runs as one Spark job per tick.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..dataflow.plan import Node
 from ..time.order import MAX_TIME, MIN_TIME
 
-__all__ = ["Env", "Operator", "expiry", "kernel_tasks"]
+__all__ = ["Env", "Operator", "expiry", "kernel_tasks", "log_derived"]
 
 
 @dataclass
@@ -37,7 +37,11 @@ class Env:
     * `tasks`: how many Spark tasks a kernel step runs in (None: one per partition);
       see `kernel_tasks`;
     * `counters`: where kernel tasks report rows and state sizes for monitoring
-      (`sealtime.arrangement.counters.KernelCounters`; None: nothing is counted).
+      (`sealtime.arrangement.counters.KernelCounters`; None: nothing is counted);
+    * `log_output`: ``log_output(node, lo, hi)``, the output of a log-derived `node` (a
+      source output, or one-input stateless operators over one) at times in
+      ``[lo, hi)``, built again from the source's log as one plan (the engine's
+      `Engine.log_output`; None: not available).
     """
 
     spark: SparkSession
@@ -48,6 +52,28 @@ class Env:
     shared: dict[Any, Any] = field(default_factory=dict)
     tasks: int | None = None
     counters: Any = None
+    log_output: Callable[[Node, int, int | None], DataFrame | None] | None = None
+
+
+#: one-input stateless kinds whose output over a time range is a function of their
+#: input over that range alone (so it can be built again later, for a wider range)
+RECOMPUTABLE = ("map", "window", "negate", "consolidate")
+
+
+def log_derived(node: Node) -> bool:
+    """Is `node`'s output a plan over one source's ingest log alone: a source output, or
+    `RECOMPUTABLE` operators over one? Its updates over any time range can then be built
+    again from the log (`Env.log_output`).
+
+    >>> src = Node("source", "s", [], None)
+    >>> log_derived(Node("map", "m", [src], None)), log_derived(src)
+    (True, True)
+    >>> log_derived(Node("reduce", "r", [src], None))
+    False
+    """
+    while node.kind in RECOMPUTABLE:
+        node = node.inputs[0]
+    return node.kind in ("source", "source_output")
 
 
 def kernel_tasks(master: str, partitions: int) -> int | None:

@@ -29,10 +29,10 @@ from ..arrangement.task import MARKER, PARTITION, KernelTask
 from ..dataflow.plan import Node
 from ..dataflow.windows import Sliding, Tumbling
 from ..kernels.keyed import HASH
-from ..spark.frames import CNT, DIFF, TIME, union_all, with_system
+from ..spark.frames import CNT, DIFF, TIME, with_system
 from ..spark.plans import Projection, map_in_arrow
 from ..spark.reduce import AggregateReducer, TopKReducer
-from .base import Env, Operator
+from .base import Env, Operator, log_derived
 from .keys import KeyRouting, carriers
 
 __all__ = ["MAX_DEFERRED", "WindowedReduce"]
@@ -40,15 +40,6 @@ __all__ = ["MAX_DEFERRED", "WindowedReduce"]
 _WINDOW = ("window_start", "window_end")
 #: ticks a windowed aggregate may defer its updates while no window can be sealed
 MAX_DEFERRED = 32
-_RECOMPUTABLE = ("map", "window", "negate", "consolidate")
-
-
-def _log_derived(node: Node) -> bool:
-    """Is `node`'s output a plan over its sources' ingest logs alone (stateless operators
-    on a single input)? Such a tick's updates can be computed again later from the log."""
-    while node.kind in _RECOMPUTABLE:
-        node = node.inputs[0]
-    return node.kind in ("source", "source_output")
 
 
 class WindowedReduce(Operator):
@@ -81,8 +72,11 @@ class WindowedReduce(Operator):
         self.routing = KeyRouting.of(self.group, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "windows"), env.partitions)
         self.last_hi: int | None = None
-        self.deferrable = _log_derived(src)
-        self.deferred: list[DataFrame] = []
+        self.deferrable = log_derived(src) and env.log_output is not None
+        #: ``lo`` of the first tick whose updates wait for a window to close (None: none
+        #: waits), and how many ticks wait
+        self.deferred_from: int | None = None
+        self.deferred_ticks = 0
         self._marker_frame: DataFrame | None = None
         self._compile()
         # (an empty input frame, for a tick that only seals windows; immutable, so shared)
@@ -172,22 +166,32 @@ class WindowedReduce(Operator):
         may_close = self._may_close(hi)
         self.last_hi = hi
         if not may_close and self.deferrable and hi is not None:
-            # No window can be sealed in this tick: keep the updates as a lazy plan over
-            # the log and fold them into the tick that seals a window (or a checkpoint).
-            if d is not None:
-                self.deferred.append(d)
-            if len(self.deferred) < MAX_DEFERRED:
+            # No window can be sealed in this tick: its updates stay in the log, and the
+            # tick that seals a window (or a checkpoint) reads all the waiting ticks'
+            # updates again as one plan over the log -- one scan of their files, not a
+            # union of one plan per tick.
+            if self.deferred_from is None:
+                self.deferred_from = lo
+            self.deferred_ticks += 1
+            if self.deferred_ticks < MAX_DEFERRED:
                 return None
-        parts = [*self.deferred, *([d] if d is not None else [])]
-        self.deferred = []
-        if not parts and not may_close:
+        if self.deferred_from is not None:
+            d = self._take_deferred(hi)  # (the ticks that waited and this one)
+        if d is None and not may_close:
             return None
-        return self._run(parts, lo, hi)
+        return self._run(d, lo, hi)
 
-    def _run(self, parts: list[DataFrame], lo: int, hi: int | None) -> DataFrame:
-        """The kernel's plan over `parts`: emit the windows ending in ``(lo, hi]``, append
-        the rest to their buckets."""
-        d = union_all(parts)
+    def _take_deferred(self, hi: int | None) -> DataFrame | None:
+        """The input updates at times in ``[deferred_from, hi)``, read again from the log;
+        nothing waits any more."""
+        assert self.deferred_from is not None and self.env.log_output is not None
+        d = self.env.log_output(self.node.inputs[0], self.deferred_from, hi)
+        self.deferred_from, self.deferred_ticks = None, 0
+        return d
+
+    def _run(self, d: DataFrame | None, lo: int, hi: int | None) -> DataFrame:
+        """The kernel's plan over the updates `d`: emit the windows ending in
+        ``(lo, hi]``, append the rest to their buckets."""
         if d is None:
             d = self._empty
         version = self.arrangement.advance()
@@ -238,14 +242,15 @@ class WindowedReduce(Operator):
         self.arrangement.finish_tick(emitted=self.last_hi)
 
     def durable(self) -> None:
-        if self.deferred:
+        if self.deferred_from is not None:
             # A checkpoint records the buckets, so the deferred updates go into them now
             # (no window can be sealed by them: nothing is emitted).
             hi = self.last_hi
             assert hi is not None
-            parts, self.deferred = self.deferred, []
-            self._run(parts, hi, hi).write.format("noop").mode("overwrite").save()
-            self.arrangement.finish_tick(emitted=hi)
+            d = self._take_deferred(hi)
+            if d is not None:
+                self._run(d, hi, hi).write.format("noop").mode("overwrite").save()
+                self.arrangement.finish_tick(emitted=hi)
         self.arrangement.durable()
 
     def pin(self) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as hs
 
 import sealtime as st
+from sealtime.sinks.base import Sink
 from sealtime.sources.rows import Rows
 from tests.conftest import examples, spark_settings
 
@@ -95,3 +97,42 @@ def test_open_windows_emitted_when_sources_end(make_flow):
     rows = sorted((r["window_start"], r["n"]) for r in out.updates().to_pylist())
     assert rows == [(0, 1), (1000, 1)]
     assert out.frontier is None
+
+
+class _PlanSink(Sink):
+    """Keeps, per committed range, how many log scans its plan holds and its rows."""
+
+    def __init__(self) -> None:
+        self.scans: list[int] = []
+        self.rows: list[dict] = []
+
+    def commit(self, delta, lo, hi, context) -> bool:
+        if delta is None:
+            return False
+        plan = delta._jdf.queryExecution().executedPlan().toString()
+        self.scans.append(plan.count("FileScan parquet"))
+        self.rows.extend(r.asDict() for r in delta.collect())
+        return True
+
+
+@pytest.mark.parametrize("checkpoint_every", [None, 3])
+def test_deferred_ticks_are_read_again_as_one_scan(make_flow, checkpoint_every):
+    """Ticks that cannot seal a window run no job; the tick that seals one reads all
+    their updates again from the log in one scan (not one plan per tick), and the
+    windows are right -- also when a checkpoint folds waiting ticks into the state."""
+    flow = make_flow(record=False, checkpoint_every=checkpoint_every)
+    times = list(range(0, 35))
+    src = Rows({"k": "string", "v": "long"}, [(t, {"k": "ab"[t % 2], "v": t}) for t in times])
+    out = flow.source("s", src).window(st.Tumbling(10)).aggregate(by="k", s=st.sum("v"))
+    sink = _PlanSink()
+    out.sink(sink)
+    flow.run()
+    want = {}
+    for t in times:
+        key = (t // 10 * 10, "ab"[t % 2])
+        want[key] = want.get(key, 0) + t
+    got = {(r["window_start"], r["k"]): r["s"] for r in sink.rows}
+    assert got == want
+    assert all(r["_diff"] == 1 for r in sink.rows)
+    # Each range that emitted read the log once, not once per tick that waited.
+    assert sink.scans and max(sink.scans) == 1, sink.scans
