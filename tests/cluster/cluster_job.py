@@ -29,6 +29,8 @@ __all__ = ["EVENTS", "PER_TICK", "build", "main"]
 PER_TICK = 1000
 EVENTS = 10 * PER_TICK  # 10 ticks of input (sized for CI)
 SEED = 11
+#: marks the line that carries the run's result (ticks, seconds) in the job's output
+RESULT_PREFIX = "RESULT "
 
 
 def build(master: str, data_dir: str, record: bool = False) -> tuple[st.Dataflow, dict]:
@@ -80,7 +82,8 @@ def main(argv: list[str]) -> int:
             path = os.path.join(data_dir, "recorded", f"{name}.parquet")
             pq.write_table(collection.updates(), path)
     flow.close()
-    print(json.dumps({"ticks": len(reports), "seconds": round(time.monotonic() - started, 1)}))
+    result = {"ticks": len(reports), "seconds": round(time.monotonic() - started, 1)}
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 
 

@@ -94,7 +94,16 @@ def finish_job(proc: subprocess.Popen, timeout: float = RUN_TIMEOUT) -> dict:
     finally:
         proc.log.close()  # type: ignore[attr-defined]
     assert proc.returncode == 0, f"job failed (rc {proc.returncode}):\n{job_log(proc)}"
-    return json.loads(job_log(proc).strip().splitlines()[-1])
+    # The result is the job's marked line, not the log's last: PySpark's Python workers
+    # share the log and may write after it (over Unix sockets, a worker whose idle
+    # connection the exiting JVM closes prints a BrokenPipeError).
+    results = [
+        line[len(cluster_job.RESULT_PREFIX) :]
+        for line in Path(proc.log.name).read_text(errors="replace").splitlines()  # type: ignore[attr-defined]
+        if line.startswith(cluster_job.RESULT_PREFIX)
+    ]
+    assert results, f"job printed no result line:\n{job_log(proc)}"
+    return json.loads(results[-1])
 
 
 def run_job(master: str, data_dir: Path) -> dict:
