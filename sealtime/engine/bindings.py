@@ -119,15 +119,6 @@ class SourceState:
         return cls(**_from_json(cls, d, "source state"))
 
 
-def _entry_json(f: LogFile) -> dict[str, Any]:
-    """The stored form of a log entry; `LogFile.cap` only when set, so entries without
-    one keep the format earlier versions wrote."""
-    d = dataclasses.asdict(f)
-    if d["cap"] is None:
-        del d["cap"]
-    return d
-
-
 def _entries(raw: Sequence[Mapping[str, Any]]) -> tuple[LogFile, ...]:
     return tuple(LogFile(**_from_json(LogFile, f, "log entry")) for f in raw)
 
@@ -173,9 +164,9 @@ class BindingPart:
             "frontier": self.frontier,
             "into_time": self.into_time,
             "state": self.state.to_json(),
-            "files": [_entry_json(f) for f in self.files],
-            "error_files": [_entry_json(f) for f in self.error_files],
-            "health_files": [_entry_json(f) for f in self.health_files],
+            "files": [dataclasses.asdict(f) for f in self.files],
+            "error_files": [dataclasses.asdict(f) for f in self.error_files],
+            "health_files": [dataclasses.asdict(f) for f in self.health_files],
             "rows": self.rows,
         }
 
