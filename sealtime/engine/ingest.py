@@ -199,14 +199,13 @@ class SourceRuntime:
         n = batch.data.num_rows
         self.rows_in += n
         rows = self._stamp(batch, into_time)
-        stamper.advance(into_time, exhausted=batch.exhausted, event_frontier=batch.event_frontier)
         if n:
-            # (the frontier this tick seals: linked rows at or after it are copied)
-            self.writer.write_data(tick, rows, cap=stamper.frontier if self.event_time else None)
+            self.writer.write_data(tick, rows)
         if batch.errors is not None and batch.errors.num_rows:
             self.error_count += batch.errors.num_rows
             self.writer.write_errors(batch.errors, tick, side)
         self._check_health(tick, side)
+        stamper.advance(into_time, exhausted=batch.exhausted, event_frontier=batch.event_frontier)
         return self._part(into_time)
 
     def _stamp(self, batch: ReadBatch, into_time: int) -> pa.Table | LinkedStamp:

@@ -10,9 +10,9 @@ Log kinds and their schemas (`log_schema`):
 ========== ============================================ ==================================
 kind       file                                         schema
 ========== ============================================ ==================================
-data       ``part-<tick>.parquet`` (copied rows;        `data_schema`: the source's
-           ``tail-<tick>-<k>.parquet``: the rows of     columns + ``_time``, ``_diff``,
-           linked range k its tick did not seal)        ``_late`` (reason, null when the
+data       ``part-<tick>.parquet`` (copied rows)        `data_schema`: the source's
+                                                        columns + ``_time``, ``_diff``,
+                                                        ``_late`` (reason, null when the
                                                         row is not late), ``_offset``
 late       ``late-<tick>-<k>.parquet`` (sidecar of a    `LATE_SIDECAR_SCHEMA`: ``__row``,
            linked entry)                                ``_time`` (the bound), ``reason``
@@ -24,9 +24,7 @@ health     ``health-<tick>.parquet``                    `HEALTH_SCHEMA`: ``sourc
 
 A *linked* data entry is a hard link (``src-<name>``) of an immutable source Parquet
 file instead of a copy: the entry names the row range it owns and the event-time
-column; its late rows are listed in its sidecar. In event time, the range's rows at or
-after the frontier its tick seals (its `LogFile.cap`) are copied into a ``tail-`` file
-at ingest, so a later tick never reads the source file again.
+column; its late rows are listed in its sidecar.
 
 The outputs read back (`IngestLogReader.frame`): ``main`` (rows not late), ``late``
 (the source's columns + ``reason``), ``errors`` and ``health``.
@@ -155,10 +153,6 @@ class LogFile:
     late_path: str = ""
     #: ingestion time: every row of a linked entry has this ``_time`` (no time column)
     fixed_time: int | None = None
-    #: event time: the entry holds only its rows with times below `cap` (the frontier
-    #: its tick sealed); the later ones were copied into a ``tail-`` entry at ingest, so
-    #: no later tick reads the source file again (None: every row of the range)
-    cap: int | None = None
 
     @property
     def linked(self) -> bool:
@@ -272,27 +266,21 @@ class IngestLogWriter:
         self.entries = entries
         self.offset = offset
 
-    def write_data(self, tick: int, rows: pa.Table | LinkedStamp, cap: int | None = None) -> None:
+    def write_data(self, tick: int, rows: pa.Table | LinkedStamp) -> None:
         """Log the stamped data rows of `tick`: a table (the source's columns plus
-        ``_time``, ``_diff``, ``_late``; ``_offset`` is added here) or linked ranges.
-        `cap` (event time: the frontier this tick seals) splits linked ranges: their rows
-        at or after it are copied into the log (`LogFile.cap`)."""
+        ``_time``, ``_diff``, ``_late``; ``_offset`` is added here) or linked ranges."""
         if isinstance(rows, LinkedStamp):
-            self._write_linked(tick, rows, cap)
+            self._write_linked(tick, rows)
             return
         n = rows.num_rows
-        self._write_copied(rows, np.arange(self.offset, self.offset + n, dtype=np.int64), tick)
+        rows = rows.append_column(
+            "_offset", pa.array(np.arange(self.offset, self.offset + n, dtype=np.int64))
+        )
         self.offset += n
-
-    def _write_copied(self, rows: pa.Table, offsets: np.ndarray, tick: int, k: int = -1) -> None:
-        """Write stamped rows as a copied data file (``part-<tick>``, or ``tail-<tick>-<k>``
-        for the held-back rows of linked range `k`)."""
-        rows = rows.append_column(OFFSET, pa.array(offsets, pa.int64()))
         if not rows.schema.equals(self.schema):
             rows = rows.select(self.schema.names).cast(self.schema)
-        late = rows.num_rows - rows.column(LATE).null_count
-        name = f"part-{tick:08d}.parquet" if k < 0 else f"tail-{tick:08d}-{k:04d}.parquet"
-        self._write(rows, name, self.entries.data, late)
+        late = n - rows.column("_late").null_count
+        self._write(rows, f"part-{tick:08d}.parquet", self.entries.data, late)
 
     def write_errors(self, errors: pa.Table, tick: int, at: int) -> None:
         """Log rows that did not decode (``raw``, ``reason``), stamped at time `at`."""
@@ -329,30 +317,12 @@ class IngestLogWriter:
             LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late)
         )
 
-    def _write_linked(self, tick: int, stamp: LinkedStamp, cap: int | None) -> None:
+    def _write_linked(self, tick: int, stamp: LinkedStamp) -> None:
         at = 0
         for k, (path, first, end, file_rows) in enumerate(stamp.links):
             n = end - first
             times = stamp.times[at : at + n]
             late = stamp.late[at : at + n]
-            # Rows this tick does not seal are copied into the log (a small file), so
-            # that no later tick reads the source file again: a re-read would scan the
-            # file's last row groups once more and, to skip the others, filter on
-            # literal bounds that make Spark compile (and the JVM warm up) new code
-            # every tick. (Late rows lie below the frontier: they stay in the range.)
-            held = (
-                np.flatnonzero((times >= cap) & ~late)
-                if cap is not None and stamp.time_column
-                else np.empty(0, np.int64)
-            )
-            kept_times = times
-            if 0 < len(held) < n:
-                kept = np.ones(n, bool)
-                kept[held] = False
-                self._write_tail(path, first, held, times[held], self.offset + at, tick, k)
-                kept_times = times[kept]
-            else:
-                held = held[:0]
             # Immutable input is linked into the log once (copied across filesystems).
             name = f"src-{os.path.basename(path)}"
             self.fs.link_or_copy(path, name)
@@ -374,56 +344,24 @@ class IngestLogWriter:
                 )
                 pq.write_table(sidecar, self.fs.path(late_name), filesystem=self.fs.fs)
                 self.fs.sync([late_name])  # the engine makes `path` durable; the sidecar is ours
-            entry = LogFile(
-                dest,
-                int(kept_times.min()),
-                int(kept_times.max()),
-                n - len(held),
-                late=n_late,
-                time_column=stamp.time_column,
-                fixed_time=stamp.fixed,
-                first=first,
-                end=end,
-                file_rows=file_rows,
-                offset=self.offset + at,
-                late_path=late_path,
-                cap=cap if len(held) else None,
+            self.entries.data.append(
+                LogFile(
+                    dest,
+                    int(times.min()),
+                    int(times.max()),
+                    n,
+                    late=n_late,
+                    time_column=stamp.time_column,
+                    fixed_time=stamp.fixed,
+                    first=first,
+                    end=end,
+                    file_rows=file_rows,
+                    offset=self.offset + at,
+                    late_path=late_path,
+                )
             )
-            # (the tail, written first, follows its range in the log's order)
-            self.entries.data.insert(len(self.entries.data) - (1 if len(held) else 0), entry)
             at += n
         self.offset += stamp.num_rows
-
-    def _write_tail(
-        self,
-        path: str,
-        first: int,
-        held: np.ndarray,
-        times: np.ndarray,
-        offset: int,
-        tick: int,
-        k: int,
-    ) -> None:
-        """Copy the rows `held` (indices into the range that starts at row `first` of the
-        source file `path`) with their stamped `times` into a ``tail-`` data file.
-        Reads only the row groups that hold them."""
-        source = pq.ParquetFile(path)
-        meta = source.metadata
-        starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
-        rows = held + first
-        group_of = np.searchsorted(starts, rows, side="right") - 1
-        groups = np.unique(group_of)
-        names = [f.name for f in self.schema if f.name not in (TIME, DIFF, LATE, OFFSET)]
-        table = source.read_row_groups(groups.tolist(), columns=names)
-        sizes = np.diff(starts)[groups]
-        before = np.cumsum(sizes) - sizes  # rows of the groups read before each group
-        local = before[np.searchsorted(groups, group_of)] + rows - starts[group_of]
-        table = table.take(pa.array(local))
-        m = len(held)
-        table = table.append_column(TIME, pa.array(times, pa.int64()))
-        table = table.append_column(DIFF, pa.array(np.ones(m, np.int64)))
-        table = table.append_column(LATE, pa.nulls(m, pa.string()))
-        self._write_copied(table, (offset + held).astype(np.int64), tick, k)
 
 
 def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:
@@ -619,26 +557,15 @@ class IngestLogReader:
                     exact = False
             return (df.filter(" AND ".join(conds)) if conds else df), exact
 
-        def capped(e: LogFile, stamped):
-            # The rows at or after the cap were copied into the log: keep the others.
-            # (A run-time value: the stage's code stays the same from tick to tick;
-            # the file is read whole anyway.)
-            if e.cap is None:
-                return stamped
-            return stamped.filter(f"{TIME} < {runtime_long(e.cap)}")
-
         parts = []
         rest = entries
         if output == "main":
             whole = [e for e in entries if e.first == 0 and e.end == e.file_rows and not e.late]
             # One scan per time stamping: a source's event-time entries share their time
-            # column; ingestion-time entries share the binding time of their tick. (An
-            # entry with a cap is scanned on its own, under its cap.)
-            by_stamp: dict[tuple[int | None, int | None, int], list[LogFile]] = {}
-            for i, e in enumerate(whole):
-                by_stamp.setdefault(
-                    (e.fixed_time, e.cap, i if e.cap is not None else -1), []
-                ).append(e)
+            # column; ingestion-time entries share the binding time of their tick.
+            by_stamp: dict[int | None, list[LogFile]] = {}
+            for e in whole:
+                by_stamp.setdefault(e.fixed_time, []).append(e)
             for group in by_stamp.values():
                 df = scan.read(spark, [e.path for e in group])
                 exact = all(_inside(e, lo, hi) for e in group)
@@ -649,7 +576,7 @@ class IngestLogReader:
                     if key not in self._columns:
                         cols_ = [self._column(c) for c in data]
                         self._columns[key] = Projection([*cols_, event_time(group[0]), one])
-                    parts.append((capped(group[0], self._columns[key].apply(df)), exact))
+                    parts.append((self._columns[key].apply(df), exact))
                 else:
                     # The data columns are fixed; the binding's time is this tick's.
                     stamped = self._data(data).apply(df, event_time(group[0]), one)
@@ -669,7 +596,7 @@ class IngestLogReader:
                 if late is not None:
                     df = df.join(F.broadcast(late.select("__row")), "__row", "left_anti")
                 stamped = self._data(data).apply(df, event_time(e), one)
-                parts.append((capped(e, stamped), _inside(e, lo, hi)))
+                parts.append((stamped, _inside(e, lo, hi)))
             else:
                 assert late is not None  # (only entries with late rows hold "late" rows)
                 df = df.join(F.broadcast(late), "__row", "inner")

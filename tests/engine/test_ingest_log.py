@@ -87,12 +87,7 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows):
     _, copied_rt, *copied = _run(
         make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch
     )
-    # Linked ranges, and the copied tails of the rows their tick did not seal.
-    tails = [f for f in linked_rt.files if not f.linked]
-    # (read in one tick, the finite source ends: every row is sealed, nothing is held)
-    assert linked_rt.files and (bool(tails) == (max_rows is not None))
-    assert all(os.path.basename(f.path).startswith("tail-") for f in tails)
-    assert all(f.cap is not None for f in linked_rt.files if f.linked and f.rows < f.end - f.first)
+    assert all(f.linked for f in linked_rt.files) and linked_rt.files
     assert not any(f.linked for f in copied_rt.files)
     a, b = _results(*linked), _results(*copied)
     assert a[0] == b[0] and len(a[0]) > 0  # source updates
@@ -106,7 +101,7 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows):
         if f.late_path:
             assert os.path.dirname(f.late_path) == linked_rt.log_dir
     if max_rows is not None:  # partial files: ranges of one linked file over several ticks
-        paths = [f.path for f in linked_rt.files if f.linked]
+        paths = [f.path for f in linked_rt.files]
         assert len(set(paths)) < len(paths)
         assert any(f.first > 0 for f in linked_rt.files)
         assert len(set(paths)) == 4  # each source file linked once
@@ -118,11 +113,10 @@ def test_offsets_and_log_entries(make_flow, tmp_path):
     _, rt, *_ = _run(make_flow, d, max_rows=600)
     expected = 0
     for f in rt.files:
-        if f.linked:  # (a range's held rows are in the tail entry that follows it)
-            assert f.offset == expected and f.rows <= f.end - f.first
-            expected += f.end - f.first
+        assert f.offset == expected and f.rows == f.end - f.first
+        expected += f.rows
         assert LogFile(**json.loads(json.dumps(asdict(f)))) == f  # JSON-able primitives
-    assert expected == 3000 == rt.offset == sum(f.rows for f in rt.files)
+    assert expected == 3000 == rt.offset
 
 
 def test_non_parquet_falls_back_to_copy(make_flow, tmp_path):
@@ -145,8 +139,7 @@ def test_unlinkable_file_is_copied(make_flow, tmp_path, monkeypatch):
     t = t.set_column(t.schema.get_field_index("price"), "price", t.column("price").cast(pa.int32()))
     pq.write_table(t, mid)
     _, rt, *mixed = _run(make_flow, d)
-    ranges = [f for f in rt.files if not os.path.basename(f.path).startswith("tail-")]
-    assert [f.linked for f in ranges] == [True, False, True]
+    assert [f.linked for f in rt.files] == [True, False, True]
     _, _, *copied = _run(make_flow, d, copy=True, monkeypatch=monkeypatch)
     assert _results(*mixed) == _results(*copied)
 
@@ -281,65 +274,3 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
     assert len(codes) == 3 and codes[0]
     assert codes[0] == codes[1] == codes[2]
-
-
-def test_event_time_ticks_read_no_source_file_twice(make_flow, tmp_path, monkeypatch):
-    """An event-time tick seals a linked file's rows below its frontier; the rows after
-    it are copied into the log (a ``tail-`` entry), so the next tick reads that small
-    copy and the next file, never the previous file again, and its plan is the same
-    Java source as the tick before (no per-tick literal bounds to compile)."""
-    import sealtime.spark.frames as frames
-    from tests.spark.test_plans import generated_code
-
-    directory = str(tmp_path / "in")
-    # 6 s of events per file at 1,000 events/s: more than the lateness (4 s), so a
-    # tick's tail is sealed whole by the next tick.
-    _write_parquet(directory, files=5, rows=6000, row_group=1500)
-    plans = []
-    to_arrow = frames.to_arrow
-
-    def recording(df):
-        plans.append((generated_code(df), [os.path.basename(f) for f in df.inputFiles()]))
-        return to_arrow(df)
-
-    def run(copy: bool):
-        if copy:
-            monkeypatch.setattr(
-                SourceRuntime, "_read_batch", lambda self, _t: self.reader.read(self.max_rows)
-            )
-        src = Files(
-            directory,
-            format="parquet",
-            schema=Generator().schema,
-            finite=True,
-            settle=0,
-            max_per_read=6000,
-        )
-        flow = make_flow(record=False)
-        bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=6000)
-        got = []
-        bids.select("auction", "price").sink(st.sinks.Callback(lambda t, lo, hi: got.append(t)))
-        flow.run()
-        if copy:
-            monkeypatch.undo()
-        rt = next(iter(flow._engine.sources.values()))
-        return rt, sorted(r for t in got for r in _rows(t))
-
-    monkeypatch.setattr(frames, "to_arrow", recording)
-    rt, linked = run(copy=False)
-    ranges = [f for f in rt.files if f.linked]
-    tails = [f for f in rt.files if not f.linked]
-    assert len(ranges) == 5 and len(tails) == 4  # (the last file ends the source)
-    assert all(f.cap is not None for f in ranges[:4]) and ranges[4].cap is None
-    for r, t in zip(ranges, tails):
-        assert t.min_time >= r.cap > r.max_time  # a range keeps exactly its sealed rows
-    # Every source file is read by one tick only.
-    assert len(plans) == 5
-    for _, files in plans:
-        assert sum(os.path.basename(f.path) in files for f in ranges) == 1
-    # The ticks between the first and the last build the same code.
-    middle = [code for code, _ in plans[1:4]]
-    assert middle[0] and middle[0] == middle[1] == middle[2]
-    # And the rows are the copying log's.
-    _, copied = run(copy=True)
-    assert linked == copied and len(linked) > 20000
