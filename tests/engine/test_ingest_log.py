@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sealtime as st
+from sealtime.engine import ingest_log
 from sealtime.engine.ingest import LogFile, SourceRuntime, unreferenced_paths
 from sealtime.sources.files import Files, LinkedBatch
 from sealtime.sources.generator import Generator
@@ -79,8 +80,12 @@ def _results(bids, per_window, late):
     return _rows(bids.updates()), _rows(per_window.updates()), _rows(late.updates())
 
 
+@pytest.mark.parametrize("pushdown", [False, True])
 @pytest.mark.parametrize("max_rows", [None, 700])
-def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows):
+def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, pushdown):
+    # (pushdown: event-time range filters with literal bounds, which Parquet skips row
+    # groups by, as for large files; else run-time bounds, as for these small ones)
+    monkeypatch.setattr(ingest_log, "PUSHDOWN_ROWS", -1 if pushdown else 10**12)
     d = str(tmp_path / "in")
     _write_parquet(d)
     _, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
@@ -274,3 +279,48 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
     assert len(codes) == 3 and codes[0]
     assert codes[0] == codes[1] == codes[2]
+
+
+def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
+    """The generated code of each tick's sink read, and what the sink got, of a
+    stateless event-time flow over `directory`'s files (one file per tick)."""
+    import sealtime.spark.frames as frames
+    from tests.spark.test_plans import generated_code
+
+    codes: list = []
+    to_arrow = frames.to_arrow
+
+    def recording(df):
+        codes.append(generated_code(df))
+        return to_arrow(df)
+
+    monkeypatch.setattr(frames, "to_arrow", recording)
+    src = Files(directory, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    flow = make_flow(record=False)
+    bids = flow.source("bids", src, time="date_time", lateness="2s", max_rows_per_tick=600)
+    got: list = []
+    bids.filter("price > 0").sink(st.sinks.Callback(lambda t, lo, hi: got.append(t)))
+    flow.run()
+    monkeypatch.setattr(frames, "to_arrow", to_arrow)
+    return codes, _rows(pa.concat_tables(got))
+
+
+def test_event_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch):
+    """Each event-time tick seals a new range and reads the previous file again for the
+    rows that the previous tick left unsealed. Unless skipping row groups pays
+    (`PUSHDOWN_ROWS`), the range's bounds are run-time values, so the middle ticks'
+    plans are the same Java source, which Spark compiles once; with literal bounds they
+    differ, and both give the same rows."""
+    d = str(tmp_path / "in")
+    os.makedirs(d)
+    gen = Generator(seed=5, rate=100)  # 6 s of event time per file, in order: no late rows
+    for i in range(4):
+        pq.write_table(gen.generate(i * 600, 600), os.path.join(d, f"ev-{i}.parquet"))
+    codes, rows = _event_time_ticks(make_flow, d, monkeypatch)
+    middle = codes[1:-1]  # (the first tick reads one file, the last has no upper bound)
+    assert len(middle) >= 2 and middle[0]
+    assert all(c == middle[0] for c in middle)
+    monkeypatch.setattr(ingest_log, "PUSHDOWN_ROWS", -1)
+    literal_codes, literal_rows = _event_time_ticks(make_flow, d, monkeypatch)
+    assert literal_codes[1] != literal_codes[2]
+    assert rows == literal_rows and len(rows) == 2400
