@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ["progress", "windows", "nexmark", "state_growth", "latency", "durability", "pubsub"]
+ORDER = [
+    "progress",
+    "windows",
+    "nexmark",
+    "state_growth",
+    "latency",
+    "durability",
+    "pubsub",
+    "file_parts",
+]
 
 
 def main() -> int:

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from ..columns import DIFF, TIME
 from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
+from ..sources.files import read_row_range
 from ..time.order import MIN_TIME
 from .bindings import BindingPart, SourceState
 from .ingest_log import (
@@ -256,7 +257,7 @@ class SourceRuntime:
             names = self.source.schema.names
             data = pa.concat_tables(
                 [
-                    pq.ParquetFile(path).read(columns=names).slice(first, end - first)
+                    read_row_range(pq.ParquetFile(path), first, end, names)
                     for path, first, end, _ in batch.links
                 ]
             ).cast(self.source.schema)

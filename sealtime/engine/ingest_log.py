@@ -24,7 +24,9 @@ health     ``health-<tick>.parquet``                    `HEALTH_SCHEMA`: ``sourc
 
 A *linked* data entry is a hard link (``src-<name>``) of an immutable source Parquet
 file instead of a copy: the entry names the row range it owns and the event-time
-column; its late rows are listed in its sidecar.
+column; its late rows are listed in its sidecar. A tick that takes only a small part
+of a file copies that part (``part-<tick>-<k>.parquet``, `copies_range`), so that no
+later read of the log scans the whole file for it.
 
 The outputs read back (`IngestLogReader.frame`): ``main`` (rows not late), ``late``
 (the source's columns + ``reason``), ``errors`` and ``health``.
@@ -52,6 +54,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..columns import DIFF, LATE, OFFSET, TIME
+from ..sources.files import read_row_range
 from ..storage.fs import DataFS
 
 __all__ = [
@@ -77,6 +80,7 @@ DATA_SYSTEM_FIELDS = (
     pa.field(LATE, pa.string()),
     pa.field(OFFSET, pa.int64()),
 )
+_SYSTEM_NAMES = {f.name for f in DATA_SYSTEM_FIELDS}
 #: rows that do not decode or have no event time
 ERRORS_SCHEMA = pa.schema(
     [("raw", pa.string()), ("reason", pa.string()), (TIME, pa.int64()), (DIFF, pa.int64())]
@@ -134,7 +138,9 @@ class LogFile:
     Parquet file: the rows ``[first, end)`` of it (``file_rows`` rows in all) belong to
     the entry, ``_time`` is its column `time_column` (ms) or `fixed_time`, ``_diff`` is
     1, ``_offset`` is ``offset + row - first``, and the rows routed to ``late`` are
-    listed in the sidecar `late_path`. `late` counts the entry's late rows (-1: unknown).
+    listed in the sidecar `late_path`. `late` counts the entry's late rows (-1: unknown);
+    `offset` is the ``_offset`` of the entry's first row (also for copies). A tick that
+    takes only part of a large file logs a copy of that part (`copies_range`).
 
     >>> LogFile("/l/part-1", 0, 9, 3).linked, LogFile("/l/src-a", 0, 9, 3, time_column="t").linked
     (False, True)
@@ -272,15 +278,13 @@ class IngestLogWriter:
         if isinstance(rows, LinkedStamp):
             self._write_linked(tick, rows)
             return
-        n = rows.num_rows
-        rows = rows.append_column(
-            "_offset", pa.array(np.arange(self.offset, self.offset + n, dtype=np.int64))
-        )
+        n, start = rows.num_rows, self.offset
+        rows = rows.append_column("_offset", pa.array(np.arange(start, start + n, dtype=np.int64)))
         self.offset += n
         if not rows.schema.equals(self.schema):
             rows = rows.select(self.schema.names).cast(self.schema)
         late = n - rows.column("_late").null_count
-        self._write(rows, f"part-{tick:08d}.parquet", self.entries.data, late)
+        self._write(rows, f"part-{tick:08d}.parquet", self.entries.data, late, start)
 
     def write_errors(self, errors: pa.Table, tick: int, at: int) -> None:
         """Log rows that did not decode (``raw``, ``reason``), stamped at time `at`."""
@@ -309,13 +313,14 @@ class IngestLogWriter:
         )
         self._write(table, f"health-{tick:08d}.parquet", self.entries.health, 0)
 
-    def _write(self, table: pa.Table, name: str, entries: list[LogFile], late: int) -> None:
+    def _write(
+        self, table: pa.Table, name: str, entries: list[LogFile], late: int, offset: int = 0
+    ) -> None:
         path = self.fs.join(name)
         pq.write_table(table, self.fs.path(name), filesystem=self.fs.fs)
         t = table.column(TIME)
-        entries.append(
-            LogFile(path, pc.min(t).as_py(), pc.max(t).as_py(), table.num_rows, late=late)
-        )
+        min_time, max_time = pc.min(t).as_py(), pc.max(t).as_py()
+        entries.append(LogFile(path, min_time, max_time, table.num_rows, late=late, offset=offset))
 
     def _write_linked(self, tick: int, stamp: LinkedStamp) -> None:
         at = 0
@@ -323,6 +328,10 @@ class IngestLogWriter:
             n = end - first
             times = stamp.times[at : at + n]
             late = stamp.late[at : at + n]
+            if copies_range(n, file_rows, event_time=stamp.fixed is None):
+                self._copy_range(tick, k, stamp, path, first, end, at)
+                at += n
+                continue
             # Immutable input is linked into the log once (copied across filesystems).
             name = f"src-{os.path.basename(path)}"
             self.fs.link_or_copy(path, name)
@@ -362,6 +371,57 @@ class IngestLogWriter:
             )
             at += n
         self.offset += stamp.num_rows
+
+    def _copy_range(
+        self, tick: int, k: int, stamp: LinkedStamp, path: str, first: int, end: int, at: int
+    ) -> None:
+        """Log rows ``[first, end)`` of the immutable file `path` as a copied entry, with
+        the stamping of the link's rows (those from `at` on in `stamp`)."""
+        n = end - first
+        names = [f.name for f in self.schema if f.name not in _SYSTEM_NAMES]
+        rows = read_row_range(pq.ParquetFile(path), first, end, names)
+        reason = stamp.reason.slice(at, n) if stamp.reason is not None else pa.nulls(n, pa.string())
+        base = self.offset + at
+        system = {
+            TIME: pa.array(stamp.times[at : at + n]),
+            DIFF: pa.array(np.ones(n, np.int64)),
+            LATE: reason,
+            OFFSET: pa.array(np.arange(base, base + n, dtype=np.int64)),
+        }
+        for name, column in system.items():
+            rows = rows.append_column(name, column)
+        rows = rows.select(self.schema.names).cast(self.schema)
+        late = int(stamp.late[at : at + n].sum())
+        self._write(rows, f"part-{tick:08d}-{k:04d}.parquet", self.entries.data, late, base)
+
+
+#: A tick that takes only part of an immutable Parquet file logs a copy of its rows
+#: when the rest of the file holds more than this many times as many rows (event time;
+#: `COPY_PART_FACTOR_INGESTION` in ingestion time); otherwise it links the file. Spark
+#: reads a linked part by filtering ``_metadata.row_index``, which scans the whole file
+#: (and its literal bounds are new generated code every tick), so that cost grows with
+#: the file; a copy costs the tick that writes it a read of the part's row groups and a
+#: Parquet write on the driver, which grows with the part (about 0.15 us a row for 3
+#: narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
+#: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
+#: copying pays sooner. Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
+#: large files"): 100,000-row ticks over one 4M-row file ran 3.5x faster as copies; over
+#: 500,000-row Nexmark files (4 times the part) copies were 1.5x faster in event time
+#: and 14 % slower in ingestion time; over 150,000-row files the two were even.
+COPY_PART_FACTOR = 1.0
+#: `COPY_PART_FACTOR` for ingestion time, where each part is read by one tick only.
+COPY_PART_FACTOR_INGESTION = 6.0
+
+
+def copies_range(rows: int, file_rows: int, event_time: bool = True) -> bool:
+    """Is a range of `rows` of a file of `file_rows` logged as a copy
+    (`COPY_PART_FACTOR`, `COPY_PART_FACTOR_INGESTION`)?
+
+    >>> copies_range(100, 100), copies_range(100, 400), copies_range(100, 400, False)
+    (False, True, False)
+    """
+    factor = COPY_PART_FACTOR if event_time else COPY_PART_FACTOR_INGESTION
+    return rows < file_rows and file_rows - rows > factor * rows
 
 
 def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:

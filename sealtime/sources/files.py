@@ -58,7 +58,7 @@ from .decode import (
 )
 from .rows import to_arrow_schema
 
-__all__ = ["FORMATS", "Files", "FilesReader", "LinkedBatch", "linkable_type"]
+__all__ = ["FORMATS", "Files", "FilesReader", "LinkedBatch", "linkable_type", "read_row_range"]
 
 #: The formats `Files` reads.
 FORMATS = ("jsonl", "csv", "parquet")
@@ -81,6 +81,28 @@ def linkable_type(t: pa.DataType) -> bool:
         or pa.types.is_string(t)
         or pa.types.is_date32(t)
     )
+
+
+def read_row_range(
+    pf: pq.ParquetFile, lo: int, hi: int, columns: list[str] | None = None
+) -> pa.Table:
+    """Rows ``[lo, hi)`` of a Parquet file (`columns` of them, or all), reading only the
+    row groups that hold them.
+
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> pq.write_table(pa.table({"x": list(range(10))}), buf, row_group_size=4)
+    >>> read_row_range(pq.ParquetFile(buf), 3, 6).column("x").to_pylist()
+    [3, 4, 5]
+    """
+    meta = pf.metadata
+    sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    first = int(np.searchsorted(starts, lo, side="right")) - 1
+    last = int(np.searchsorted(starts, hi, side="left"))  # exclusive group index
+    groups = list(range(first, max(last, first + 1)))
+    table = pf.read_row_groups(groups, columns=columns)
+    return table.slice(lo - int(starts[first]), hi - lo)
 
 
 class Files(Source):
@@ -512,16 +534,9 @@ class FilesReader(LinkedReader):
                 self._pending_error = None
                 return empty_table(src.schema), errors_table([pending[0]], [pending[1]]), 0
             return empty_table(src.schema), None, 0
-        meta = self._pf.metadata
-        sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-        starts = np.concatenate(([0], np.cumsum(sizes)))
         lo = self.offset
         hi = min(self._size, lo + max_rows)
-        first = int(np.searchsorted(starts, lo, side="right")) - 1
-        last = int(np.searchsorted(starts, hi, side="left"))  # exclusive group index
-        groups = list(range(first, max(last, first + 1)))
-        table = self._pf.read_row_groups(groups, columns=list(schema.names))
-        table = table.slice(lo - int(starts[first]), hi - lo)
+        table = read_row_range(self._pf, lo, hi, list(schema.names))
         table = conform(table, schema, source=repr(src), where=f"in {self.file!r}")
         self.offset = hi
         self._done = self.offset >= self._size

@@ -80,20 +80,34 @@ def _results(bids, per_window, late):
     return _rows(bids.updates()), _rows(per_window.updates()), _rows(late.updates())
 
 
+@pytest.mark.parametrize(
+    "max_rows, parts", [(None, "linked"), (700, "linked"), (700, "copied"), (2000, "default")]
+)
 @pytest.mark.parametrize("pushdown", [False, True])
-@pytest.mark.parametrize("max_rows", [None, 700])
-def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, pushdown):
+def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, parts, pushdown):
     # (pushdown: event-time range filters with literal bounds, which Parquet skips row
-    # groups by, as for large files; else run-time bounds, as for these small ones)
+    # groups by, as for large files; else run-time bounds, as for these small ones.
+    # parts: a tick's part of a file is linked, or copied into the log)
     monkeypatch.setattr(ingest_log, "PUSHDOWN_ROWS", -1 if pushdown else 10**12)
+    if parts != "default":
+        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR", 1e18 if parts == "linked" else 0.0)
     d = str(tmp_path / "in")
     _write_parquet(d)
     _, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
     _, copied_rt, *copied = _run(
         make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch
     )
-    assert all(f.linked for f in linked_rt.files) and linked_rt.files
-    assert not any(f.linked for f in copied_rt.files)
+    assert linked_rt.files and not any(f.linked for f in copied_rt.files)
+    whole = [f for f in linked_rt.files if f.linked and f.first == 0 and f.end == f.file_rows]
+    if parts == "linked":
+        assert all(f.linked for f in linked_rt.files)
+    elif parts == "copied":  # only whole files are linked; every part of one is a copy
+        assert [f for f in linked_rt.files if f.linked] == whole
+        assert len(whole) < len(linked_rt.files)
+    else:  # (2000 rows a tick: a whole file and a small part of the next, then the rest)
+        assert whole and any(not f.linked for f in linked_rt.files)
+        assert any(f.linked and f.first > 0 for f in linked_rt.files)
+    assert sum(f.rows for f in linked_rt.files) == 6000
     a, b = _results(*linked), _results(*copied)
     assert a[0] == b[0] and len(a[0]) > 0  # source updates
     assert a[1] == b[1]  # windows
@@ -102,10 +116,10 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, pushdo
     # The log stays inside the log dir; sidecars only where there are late rows.
     for f in linked_rt.files:
         assert os.path.dirname(f.path) == linked_rt.log_dir
-        assert (f.late_path != "") == (f.late > 0)
+        assert (f.late_path != "") == (f.linked and f.late > 0)
         if f.late_path:
             assert os.path.dirname(f.late_path) == linked_rt.log_dir
-    if max_rows is not None:  # partial files: ranges of one linked file over several ticks
+    if max_rows is not None and parts == "linked":  # ranges of one file over several ticks
         paths = [f.path for f in linked_rt.files]
         assert len(set(paths)) < len(paths)
         assert any(f.first > 0 for f in linked_rt.files)
@@ -117,8 +131,14 @@ def test_offsets_and_log_entries(make_flow, tmp_path):
     _write_parquet(d, files=3, rows=1000)
     _, rt, *_ = _run(make_flow, d, max_rows=600)
     expected = 0
+    assert any(f.linked for f in rt.files) and not all(f.linked for f in rt.files)
     for f in rt.files:
-        assert f.offset == expected and f.rows == f.end - f.first
+        assert f.offset == expected
+        if f.linked:
+            assert f.rows == f.end - f.first
+        else:  # a tick's part of a file, copied (`ingest_log.copies_range`)
+            offsets = pq.read_table(f.path, columns=["_offset"]).column(0).to_pylist()
+            assert offsets == list(range(expected, expected + f.rows))
         expected += f.rows
         assert LogFile(**json.loads(json.dumps(asdict(f)))) == f  # JSON-able primitives
     assert expected == 3000 == rt.offset
@@ -279,6 +299,42 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
     assert len(codes) == 3 and codes[0]
     assert codes[0] == codes[1] == codes[2]
+
+
+@pytest.mark.parametrize("parts", ["linked", "copied"])
+def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, monkeypatch, parts):
+    """Small ingestion-time ticks over one large file: by default each tick's part is
+    copied into the log (`copies_range`); linked ranges give the same updates at the
+    same binding times, and a copy's ``_offset`` continues the log's numbering."""
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=1, rows=4000, row_group=1000)
+    if parts == "linked":
+        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
+
+    def run():
+        src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+        flow = make_flow()
+        bids = flow.source("bids", src, max_rows_per_tick=500)
+        totals = bids.aggregate(by="auction", n=st.count(), hi=st.max("price"))
+        flow.run()
+        rt = next(iter(flow._engine.sources.values()))
+        return rt, _by_tick(bids.updates()), _by_tick(totals.updates())
+
+    def _by_tick(updates: pa.Table) -> list:
+        # (binding times come from the clock: compare them by their rank, the tick)
+        times = sorted(set(updates.column("_time").to_pylist()))
+        rank = pa.array([times.index(x) for x in updates.column("_time").to_pylist()])
+        return _rows(updates.set_column(updates.schema.get_field_index("_time"), "_time", rank))
+
+    rt, updates, totals = run()
+    assert len(rt.files) == 8 and sum(f.rows for f in rt.files) == 4000
+    assert all(f.linked for f in rt.files) == (parts == "linked")
+    assert any(f.linked for f in rt.files) == (parts == "linked")
+    assert [f.offset for f in rt.files] == list(range(0, 4000, 500))
+    monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
+    _, linked_updates, linked_totals = run()
+    assert updates == linked_updates and len(updates) == 4000
+    assert totals == linked_totals and totals
 
 
 def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
