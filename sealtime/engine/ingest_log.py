@@ -399,8 +399,8 @@ class IngestLogWriter:
 #: when the rest of the file holds more than this many times as many rows (event time;
 #: `COPY_PART_FACTOR_INGESTION` in ingestion time); otherwise it links the file. Spark
 #: reads a linked part by filtering ``_metadata.row_index``, which scans the whole file
-#: (and its literal bounds are new generated code every tick), so that cost grows with
-#: the file; a copy costs the tick that writes it a read of the part's row groups and a
+#: (its bounds are run-time values: literal ones were new generated code every tick),
+#: so that cost grows with the file; a copy costs the tick that writes it a read of the part's row groups and a
 #: Parquet write on the driver, which grows with the part (about 0.15 us a row for 3
 #: narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
 #: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
@@ -457,17 +457,17 @@ def _rows_outside(entries: list[LogFile], lo: int, hi: int | None) -> float:
     return out
 
 
-def _time_condition(time: str, lo: int, hi: int | None, literal: bool) -> str:
-    """SQL text of ``lo <= time < hi`` for the BIGINT expression `time`, with literal or
-    run-time bounds (see `PUSHDOWN_ROWS`).
+def _range_condition(column: str, lo: int, hi: int | None, literal: bool) -> str:
+    """SQL text of ``lo <= column < hi`` for the BIGINT expression `column` (an event
+    time, a row index), with literal or run-time bounds (see `PUSHDOWN_ROWS`).
 
-    >>> _time_condition("_time", 5, 9, literal=True)
+    >>> _range_condition("_time", 5, 9, literal=True)
     '_time >= 5 AND _time < 9'
     """
     from ..spark.plans import runtime_long
 
     value = str if literal else runtime_long
-    return f"{time} >= {value(lo)}" + ("" if hi is None else f" AND {time} < {value(hi)}")
+    return f"{column} >= {value(lo)}" + ("" if hi is None else f" AND {column} < {value(hi)}")
 
 
 class IngestLogReader:
@@ -559,7 +559,7 @@ class IngestLogReader:
         # operator less to plan and to run; most entries are inside their tick's range).
         # (SQL text: one JVM call, where building the Column costs several)
         literal = _rows_outside(entries, lo, hi) > PUSHDOWN_ROWS
-        cond = _time_condition(TIME, lo, hi, literal)
+        cond = _range_condition(TIME, lo, hi, literal)
         out = None
         for df, exact in parts:
             if not exact:
@@ -646,7 +646,7 @@ class IngestLogReader:
                     stamped = f"CAST({c} AS BIGINT)"
                 else:
                     return df, False
-                return df.filter(_time_condition(stamped, lo, hi, literal=False)), True
+                return df.filter(_range_condition(stamped, lo, hi, literal=False)), True
             if pa.types.is_timestamp(typ):
                 bound = "timestamp_millis({})".format
                 # (bounds beyond what a timestamp can hold, like the least time, are
@@ -702,7 +702,9 @@ class IngestLogReader:
         for e in rest:
             df = self._columns["rows"].apply(scan.read(spark, [e.path]))
             if not (e.first == 0 and e.end == e.file_rows):
-                df = df.filter(f"__row >= {int(e.first)} AND __row < {int(e.end)}")
+                # (run-time bounds: the reader skips no row groups by row index anyway,
+                # and literal ones would be new generated code every tick)
+                df = df.filter(_range_condition("__row", e.first, e.end, literal=False))
             late = self._columns["sidecar"].read(spark, [e.late_path]) if e.late else None
             if output == "main":
                 if late is not None:

@@ -266,14 +266,20 @@ def test_null_event_time_goes_to_errors(make_flow, tmp_path, fmt):
     assert runtime.error_count == 1
 
 
-def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch):
-    """Every tick of an ingestion-time source stamps a new binding time; the plans of
-    later ticks must still be the same Java source, which Spark compiles only once."""
+@pytest.mark.parametrize("linked", ["whole files", "parts of a file"])
+def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch, linked):
+    """Every tick of an ingestion-time source stamps a new binding time (and, reading
+    linked parts of one file, a new row range); the plans of later ticks must still be
+    the same Java source, which Spark compiles only once."""
     import sealtime.spark.frames as frames
     from tests.spark.test_plans import generated_code
 
     directory = str(tmp_path / "in")
-    _write_parquet(directory, files=3, rows=300)
+    if linked == "whole files":
+        _write_parquet(directory, files=3, rows=300)
+    else:
+        _write_parquet(directory, files=1, rows=900, row_group=300)
+        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
     codes = []
     to_arrow = frames.to_arrow
 
@@ -291,7 +297,7 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
         max_per_read=300,
     )
     flow = make_flow(record=False)  # (recording would compute each tick ahead of the sink)
-    bids = flow.source("bids", src)
+    bids = flow.source("bids", src, max_rows_per_tick=300)
     totals = bids.aggregate(by="auction", n=st.count())
     got = []
     totals.sink(st.sinks.Callback(lambda t, lo, hi: got.append((lo, hi))))
@@ -299,6 +305,9 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
     assert len(codes) == 3 and codes[0]
     assert codes[0] == codes[1] == codes[2]
+    runtime = next(iter(flow._engine.sources.values()))
+    firsts = [0, 0, 0] if linked == "whole files" else [0, 300, 600]
+    assert [f.first for f in runtime.files] == firsts and all(f.linked for f in runtime.files)
 
 
 @pytest.mark.parametrize("parts", ["linked", "copied"])
