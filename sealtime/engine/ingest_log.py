@@ -329,7 +329,17 @@ class IngestLogWriter:
             times = stamp.times[at : at + n]
             late = stamp.late[at : at + n]
             if copies_range(n, file_rows, event_time=stamp.fixed is None):
-                self._copy_range(tick, k, stamp, path, first, end, at)
+                reason = stamp.reason.slice(at, n) if stamp.reason is not None else None
+                self._copy_range(
+                    f"part-{tick:08d}-{k:04d}.parquet",
+                    path,
+                    first,
+                    end,
+                    times,
+                    late,
+                    reason,
+                    self.offset + at,
+                )
                 at += n
                 continue
             # Immutable input is linked into the log once (copied across filesystems).
@@ -373,26 +383,32 @@ class IngestLogWriter:
         self.offset += stamp.num_rows
 
     def _copy_range(
-        self, tick: int, k: int, stamp: LinkedStamp, path: str, first: int, end: int, at: int
+        self,
+        name: str,
+        path: str,
+        first: int,
+        end: int,
+        times: np.ndarray,
+        late: np.ndarray,
+        reason: pa.Array | None,
+        offset: int,
     ) -> None:
-        """Log rows ``[first, end)`` of the immutable file `path` as a copied entry, with
-        the stamping of the link's rows (those from `at` on in `stamp`)."""
+        """Log rows ``[first, end)`` of the immutable file `path` as the copied entry
+        `name`, stamped with `times`, `late` and `reason` (the link's part of the
+        stamping); `offset` is the ``_offset`` of its first row."""
         n = end - first
         names = [f.name for f in self.schema if f.name not in _SYSTEM_NAMES]
         rows = read_row_range(pq.ParquetFile(path), first, end, names)
-        reason = stamp.reason.slice(at, n) if stamp.reason is not None else pa.nulls(n, pa.string())
-        base = self.offset + at
         system = {
-            TIME: pa.array(stamp.times[at : at + n]),
+            TIME: pa.array(times),
             DIFF: pa.array(np.ones(n, np.int64)),
-            LATE: reason,
-            OFFSET: pa.array(np.arange(base, base + n, dtype=np.int64)),
+            LATE: reason if reason is not None else pa.nulls(n, pa.string()),
+            OFFSET: pa.array(np.arange(offset, offset + n, dtype=np.int64)),
         }
-        for name, column in system.items():
-            rows = rows.append_column(name, column)
+        for column, values in system.items():
+            rows = rows.append_column(column, values)
         rows = rows.select(self.schema.names).cast(self.schema)
-        late = int(stamp.late[at : at + n].sum())
-        self._write(rows, f"part-{tick:08d}-{k:04d}.parquet", self.entries.data, late, base)
+        self._write(rows, name, self.entries.data, int(late.sum()), offset)
 
 
 #: A tick that takes only part of an immutable Parquet file logs a copy of its rows
@@ -400,9 +416,9 @@ class IngestLogWriter:
 #: `COPY_PART_FACTOR_INGESTION` in ingestion time); otherwise it links the file. Spark
 #: reads a linked part by filtering ``_metadata.row_index``, which scans the whole file
 #: (its bounds are run-time values: literal ones were new generated code every tick),
-#: so that cost grows with the file; a copy costs the tick that writes it a read of the part's row groups and a
-#: Parquet write on the driver, which grows with the part (about 0.15 us a row for 3
-#: narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
+#: so that cost grows with the file; a copy costs the tick that writes it a read of the
+#: part's row groups and a Parquet write on the driver, which grows with the part
+#: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
 #: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
 #: copying pays sooner. Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
 #: large files"): 100,000-row ticks over one 4M-row file ran 3.5x faster as copies; over
