@@ -421,9 +421,10 @@ class IngestLogWriter:
 #: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
 #: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
 #: copying pays sooner. Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
-#: large files"): 100,000-row ticks over one 4M-row file ran 3.5x faster as copies; over
-#: 500,000-row Nexmark files (4 times the part) copies were 1.5x faster in event time
-#: and 14 % slower in ingestion time; over 150,000-row files the two were even.
+#: large files"): 100,000-row ticks over one 4M-row file ran 2.5x faster as copies than
+#: as linked parts with run-time bounds; over 500,000-row Nexmark files (4 times the part)
+#: copies were 1.3x faster in event time and 14-25 % slower in ingestion time; over
+#: 150,000-row files the two were even.
 COPY_PART_FACTOR = 1.0
 #: `COPY_PART_FACTOR` for ingestion time, where each part is read by one tick only.
 COPY_PART_FACTOR_INGESTION = 6.0
