@@ -34,13 +34,14 @@ from pyspark.sql import types as T
 
 from ..arrangement.counters import KernelCounters
 from ..dataflow.plan import Node, Plan
-from ..operators import Env, Operator, build, kernel_tasks, log_derived
-from ..sinks.base import CommitContext
-from ..spark.frames import DIFF, TIME, consolidate, union_all
+from ..operators import Env, Operator, build, kernel_tasks, log_derived, row_source
+from ..sinks.base import CommitContext, Sink
+from ..spark.frames import DIFF, TIME, consolidate, to_arrow, union_all
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
 from ..time.order import MAX_TIME, MIN_TIME, describe_frontier
+from .ahead import AheadCollector
 from .bindings import Binding, BindingLog, BindingPart, restore_point
 from .checkpoint import remove
 from .failpoints import failpoint
@@ -153,15 +154,25 @@ class Engine:
         self.checkpoint_every = config.checkpoint_every
         self.truncate_log = config.truncate_log
         self.recovered_from: dict[str, Any] = {}
+        #: per node: the nodes that read its output frame (sinks not included)
+        self.readers: dict[int, list[int]] = {n.id: [] for n in self.nodes}
         for node in self.nodes:
             if node.kind == "source_output":
                 continue  # reads the source's log itself, not the source's output frame
             for inp in node.inputs:
                 self.consumers[inp.id] += 1
+                self.readers[inp.id].append(node.id)
             if node.kind == "inspect":  # the tap computes its input once more
                 self.consumers[node.inputs[0].id] += 1
-        for node, _ in plan.sinks:
-            self.consumers[node.id] += 1
+        #: per sink (its index in ``plan.sinks``): Arrow sinks of per-row collections
+        #: collect each log entry once, ahead of the frontier (`sealtime.engine.ahead`)
+        self.ahead: dict[int, AheadCollector] = {}
+        for i, (node, sink) in enumerate(plan.sinks):
+            if sink.takes_arrow and row_source(node) is not None:
+                self.ahead[i] = AheadCollector()
+            else:
+                self.consumers[node.id] += 1
+        self.ahead_nodes = {plan.sinks[i][0].id for i in self.ahead}
         #: outputs whose plan runs a kernel (a stateful operator upstream): worth caching
         #: when read twice. Others are scans and expressions over the log, which Spark
         #: recomputes per reader with column pruning for less than caching wide rows.
@@ -219,6 +230,7 @@ class Engine:
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
                 self.runs_kernel[i.id] for i in node.inputs
             )
+        self.unread = self._unread_nodes()
         self.spill = SpillStore(self.spark, self.data_fs.join("spill", "pending"))
         self.acknowledged = dict(acked)
         self.tracker = FrontierTracker(self.nodes)
@@ -373,9 +385,11 @@ class Engine:
                 outputs[node.id] = None
                 continue
             op = self.ops[node.id]
-            if self._unread(node.id, node.kind, op.stateful):
+            if node.id in self.unread:
                 outputs[node.id] = None
                 self.done[node.id] = hi
+                if node.id in self.ahead_nodes:
+                    sealed[node.id] = (lo, hi)
                 continue
             step_started = _time.perf_counter()
             out = op.step(inputs, lo, hi)
@@ -396,9 +410,13 @@ class Engine:
             self.done[node.id] = hi
             sealed[node.id] = (lo, hi)
         failpoint("tick.computed")
-        for node, sink in self.plan.sinks:
+        for i, (node, sink) in enumerate(self.plan.sinks):
             if node.id in sealed:
                 lo, hi = sealed[node.id]
+                if i in self.ahead:
+                    table = self.ahead[i].take(lo, hi, self._ahead_reader(node, sink))
+                    sink.commit_arrow(table, lo, hi, self._commit_context(node))
+                    continue
                 computed = sink.commit(outputs[node.id], lo, hi, self._commit_context(node))
                 if computed is True:  # (a range committed before a restart runs nothing)
                     materialised |= self._upstream(node.id)
@@ -654,15 +672,44 @@ class Engine:
             return op.step([None] * len(node.inputs), lo, hi)
         return op.step([self.log_output(node.inputs[0], lo, hi)], lo, hi)
 
-    def _unread(self, nid: int, kind: str, stateful: bool) -> bool:
-        """A stateless output nobody reads (no consumer, no sink, not recorded): its plan
-        is not even built. Stateful operators still step (their state must advance)."""
-        return (
-            not self.config.record
-            and self.consumers[nid] == 0
-            and not stateful
-            and kind != "inspect"
-        )
+    def _unread_nodes(self) -> set[int]:
+        """Stateless outputs nobody reads (no sink but Arrow sinks collecting ahead, no
+        reader but unread ones, not recorded): their plans are not even built. Stateful
+        operators still step (their state must advance); inspect taps still run."""
+        if self.config.record:
+            return set()
+        sunk = {node.id for i, (node, _) in enumerate(self.plan.sinks) if i not in self.ahead}
+        unread: set[int] = set()
+        for node in reversed(self.nodes):  # readers before what they read
+            if (
+                node.id not in sunk
+                and node.kind != "inspect"
+                and not self.ops[node.id].stateful
+                and all(r in unread for r in self.readers[node.id])
+            ):
+                unread.add(node.id)
+        return unread
+
+    def _ahead_reader(self, node: Node, sink: Sink) -> Any:
+        """`AheadCollector`'s ``read`` for `sink` of the per-row collection `node`: this
+        tick's plan of `node` over the log entries not read yet, at every time from
+        ``lo`` on, collected as the sink's Arrow rows."""
+        source = row_source(node)
+        assert source is not None
+        runtime = self.sources[source.id]
+
+        def plan(n: Node, lo: int, skip: Any) -> DataFrame | None:
+            if n is source:
+                return runtime.frame(self.spark, "main", lo, None, n.columns, skip)
+            inner = plan(n.inputs[0], lo, skip)
+            return None if inner is None else self.ops[n.id].step([inner], lo, None)
+
+        def read(lo: int, skip: Any) -> tuple[Any, list[tuple[str, int]]]:
+            keys = [e.key for e in runtime.log.entries_for("main", lo, None)]
+            df = plan(node, lo, skip) if any(k not in skip for k in keys) else None
+            return (None if df is None else to_arrow(sink.arrow_plan(df))), keys
+
+        return read
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

@@ -27,6 +27,7 @@ Time assignment (details in `sealtime.engine.timestamper`):
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 import numpy as np
@@ -364,10 +365,19 @@ class SourceRuntime:
             self.reader.close()
 
     # ------------------------------------------------------------------ reading
-    def frame(self, spark: Any, which: str, lo: int, hi: int | None, data: list[str]) -> Any:
+    def frame(
+        self,
+        spark: Any,
+        which: str,
+        lo: int,
+        hi: int | None,
+        data: list[str],
+        skip: Container[tuple[str, int]] = (),
+    ) -> Any:
         """The logged updates of output `which` ("main", "late", "errors", "health") at
-        times in ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps)."""
-        return self.log.frame(spark, which, lo, hi, data)
+        times in ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps),
+        without the entries whose key is in `skip` (`IngestLogReader.frame`)."""
+        return self.log.frame(spark, which, lo, hi, data, skip)
 
     def max_time(self, which: str, lo: int, hi: int | None) -> int | None:
         """An upper bound (inclusive) of the times `frame` returns for ``[lo, hi)``."""

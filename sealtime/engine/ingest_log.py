@@ -45,6 +45,7 @@ True
 from __future__ import annotations
 
 import os
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,6 +160,16 @@ class LogFile:
     late_path: str = ""
     #: ingestion time: every row of a linked entry has this ``_time`` (no time column)
     fixed_time: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """What tells the entry from every other of its log: its file and first row
+        (linked entries of one source file share the file).
+
+        >>> LogFile("/l/src-a", 0, 9, 3, first=100).key
+        ('/l/src-a', 100)
+        """
+        return self.path, self.first
 
     @property
     def linked(self) -> bool:
@@ -510,17 +521,23 @@ class IngestLogReader:
         kind = output if output in ("errors", "health") else "data"
         return from_arrow_schema(log_schema(kind, self.source_schema))
 
-    def _entries(self, output: str, lo: int, hi: int | None) -> list[LogFile]:
+    def entries_for(
+        self, output: str, lo: int, hi: int | None, skip: Container[tuple[str, int]] = ()
+    ) -> list[LogFile]:
+        """The entries that may hold updates of `output` at times in ``[lo, hi)``, but
+        those whose `LogFile.key` is in `skip`."""
         files = self.entries.of(output)
         out = [f for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
         if output == "late":
             out = [f for f in out if f.late != 0]
+        if skip:
+            out = [f for f in out if f.key not in skip]
         return out
 
     def max_time(self, output: str, lo: int, hi: int | None) -> int | None:
         """An upper bound (inclusive) of the times `frame` returns for ``[lo, hi)``, from
         the log's metadata (no Spark job); None when the range has no entry."""
-        entries = self._entries(output, lo, hi)
+        entries = self.entries_for(output, lo, hi)
         if not entries:
             return None
         top = max(f.max_time for f in entries)
@@ -529,21 +546,30 @@ class IngestLogReader:
     def files_for(self, output: str, lo: int, hi: int | None) -> list[str]:
         """The log files (and late sidecars) holding updates of `output` in ``[lo, hi)``."""
         paths: list[str] = []
-        for f in self._entries(output, lo, hi):
+        for f in self.entries_for(output, lo, hi):
             for p in f.paths():
                 if p not in paths:
                     paths.append(p)
         return paths
 
-    def frame(self, spark: Any, output: str, lo: int, hi: int | None, data: list[str]) -> Any:
+    def frame(
+        self,
+        spark: Any,
+        output: str,
+        lo: int,
+        hi: int | None,
+        data: list[str],
+        skip: Container[tuple[str, int]] = (),
+    ) -> Any:
         """The logged updates of `output` ("main", "late", "errors", "health") at times in
         ``[lo, hi)`` as a Spark DataFrame (None when no log file overlaps the range);
-        ``main`` keeps the columns `data`."""
+        ``main`` keeps the columns `data`. Entries whose `LogFile.key` is in `skip` are
+        left out (`sealtime.engine.ahead` has read them already)."""
         from pyspark.sql import functions as F
 
         from ..spark.plans import Projection
 
-        entries = self._entries(output, lo, hi)
+        entries = self.entries_for(output, lo, hi, skip)
         if not entries:
             return None
         cols = [c for c in self.source_schema.names if c not in (TIME, DIFF)]

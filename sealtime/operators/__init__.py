@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..dataflow.plan import Node
 from ..dataflow.windows import Session
 from .advance_time import AdvanceTime
-from .base import Env, Operator, kernel_tasks, log_derived
+from .base import Env, Operator, kernel_tasks, log_derived, row_source
 from .consolidate import Consolidate
 from .inspect import Inspect
 from .join import Join
@@ -35,7 +35,7 @@ from .union import Union
 from .window import AssignWindows
 from .windowed_reduce import WindowedReduce
 
-__all__ = ["Env", "Operator", "build", "kernel_tasks", "log_derived"]
+__all__ = ["Env", "Operator", "build", "kernel_tasks", "log_derived", "row_source"]
 
 _STATELESS = {
     "source": SourceRead,

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..dataflow.plan import Node
 from ..time.order import MAX_TIME, MIN_TIME
 
-__all__ = ["Env", "Operator", "expiry", "kernel_tasks", "log_derived"]
+__all__ = ["Env", "Operator", "expiry", "kernel_tasks", "log_derived", "row_source"]
 
 
 @dataclass
@@ -74,6 +74,29 @@ def log_derived(node: Node) -> bool:
     while node.kind in RECOMPUTABLE:
         node = node.inputs[0]
     return node.kind in ("source", "source_output")
+
+
+#: one-input stateless kinds that map each update to updates at the same time, alone
+#: (no consolidation across rows): their output over several ticks' rows, split by time,
+#: is their output per tick
+PER_ROW = ("map", "window", "negate")
+
+
+def row_source(node: Node) -> Node | None:
+    """The source whose main output `node` is, through `PER_ROW` operators only (None:
+    `node` is something else). Such a node's updates can be computed from each log
+    entry once, at all its times, and handed out as their times are sealed
+    (`sealtime.engine.ahead`).
+
+    >>> src = Node("source", "s", [], None)
+    >>> row_source(Node("map", "m", [src], None)) is src, row_source(src) is src
+    (True, True)
+    >>> row_source(Node("consolidate", "c", [src], None)) is None
+    True
+    """
+    while node.kind in PER_ROW:
+        node = node.inputs[0]
+    return node if node.kind == "source" else None
 
 
 def kernel_tasks(master: str, partitions: int) -> int | None:

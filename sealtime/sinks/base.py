@@ -9,6 +9,11 @@ collection's frontier passes ``hi`` (``hi is None``: the collection is finished)
   dataflow is alive is refused, since its commits describe one collection's ranges.
 * `Sink.commit` is called by the engine once per sealed range, with the range's updates
   as a Spark DataFrame (or None when the range holds none) and a `CommitContext`.
+* A sink that only needs each range's rows in Python sets `takes_arrow` and implements
+  `commit_arrow` (and `arrow_plan` for columns it wants computed on Spark first). The
+  engine may then hand it Arrow tables it collected ahead of the frontier
+  (`sealtime.engine.ahead`), so that rows logged before their time is sealed are read
+  from the log once, not once per tick until they are sealed.
 * `ExactlyOnceSink` owns what makes a sink exactly-once, so that a subclass only writes:
   it reads the durable upper, skips a range committed before a restart, keeps only
   ``_time >= upper`` of a range that overlaps it, and fires the ``sink.written`` and
@@ -38,6 +43,7 @@ from ..columns import TIME
 from ..engine.failpoints import failpoint
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import types as T
 
@@ -102,6 +108,22 @@ class Sink(ABC):
         self, delta: DataFrame | None, lo: int, hi: int | None, context: CommitContext
     ) -> bool:
         """Take the sealed range ``[lo, hi)``. True when `delta`'s plan was computed."""
+
+    #: The sink takes each range's rows as one Arrow table (`commit_arrow`), so the
+    #: engine may collect them ahead of the frontier (`sealtime.engine.ahead`).
+    takes_arrow: bool = False
+
+    def arrow_plan(self, delta: DataFrame) -> DataFrame:
+        """`delta` with the columns the sink wants computed on Spark before the rows are
+        collected as Arrow (e.g. a partition hash); by default `delta` itself."""
+        return delta
+
+    def commit_arrow(
+        self, table: pa.Table | None, lo: int, hi: int | None, context: CommitContext
+    ) -> None:
+        """Take the sealed range ``[lo, hi)`` as the Arrow rows of `arrow_plan` (None:
+        the range holds no update). Only sinks with `takes_arrow`."""
+        raise TypeError(f"{type(self).__name__} does not take Arrow tables (takes_arrow)")
 
     def durable_upper(self) -> int | None:
         """Times below this are durably committed (None: the collection is finished).

@@ -36,14 +36,21 @@ class Callback(Sink):
         self.fn = fn
         self.skip_empty = skip_empty
 
+    takes_arrow = True
+
     def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         """Hand the range to `fn`; True: `delta`'s plan was computed."""
         from ..spark.frames import to_arrow
 
-        table = None if delta is None else to_arrow(delta)
+        self.commit_arrow(None if delta is None else to_arrow(delta), lo, hi, context)
+        return delta is not None
+
+    def commit_arrow(
+        self, table: pa.Table | None, lo: int, hi: int | None, context: CommitContext
+    ) -> None:
+        """Hand the range's rows to `fn` (not when empty, with `skip_empty`)."""
         if not (self.skip_empty and (table is None or table.num_rows == 0)):
             self.fn(table, None if lo <= MIN_TIME else lo, hi)
-        return delta is not None
 
 
 class Console(Callback):

@@ -152,26 +152,35 @@ class Publish(Sink):
         return min(present) if present else None
 
     # ------------------------------------------------------------------ committing
-    def _split(self, delta: Any) -> pa.Table:
-        """The delta as Arrow, sorted by (partition, time), with a partition column."""
+    takes_arrow = True
+
+    def arrow_plan(self, delta: Any) -> Any:
+        """`delta` with its partition column (with partitions > 1)."""
         from pyspark.sql import functions as F
 
-        if self.partitions > 1:
-            cols = self.by or [c for c in delta.columns if c not in (TIME, DIFF)]
-            # On Spark, vectorised; xxhash64 is deterministic across runs and machines.
-            part = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in cols]), F.lit(self.partitions))
-            delta = delta.withColumn(_PART, part.cast("long"))
-        from ..spark.frames import to_arrow
-
-        table = to_arrow(delta)
-        if _PART not in table.column_names:
-            table = table.append_column(_PART, pa.array(np.zeros(table.num_rows, np.int64)))
-        return table
+        if self.partitions == 1:
+            return delta
+        cols = self.by or [c for c in delta.columns if c not in (TIME, DIFF)]
+        # On Spark, vectorised; xxhash64 is deterministic across runs and machines.
+        part = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in cols]), F.lit(self.partitions))
+        return delta.withColumn(_PART, part.cast("long"))
 
     def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         """Publish the updates of the sealed range ``[lo, hi)`` and advance to `hi`.
         True: `delta`'s plan was computed."""
-        table = self._split(delta) if delta is not None else None
+        from ..spark.frames import to_arrow
+
+        table = None if delta is None else to_arrow(self.arrow_plan(delta))
+        self.commit_arrow(table, lo, hi, context)
+        return delta is not None
+
+    def commit_arrow(
+        self, table: pa.Table | None, lo: int, hi: int | None, context: CommitContext
+    ) -> None:
+        """Publish the rows of `arrow_plan` for the sealed range ``[lo, hi)``, sorted by
+        (partition, time), and advance to `hi`."""
+        if table is not None and _PART not in table.column_names:
+            table = table.append_column(_PART, pa.array(np.zeros(table.num_rows, np.int64)))
         if table is not None and table.num_rows:
             times = table.column(TIME).to_numpy()
             parts = table.column(_PART).to_numpy()
@@ -185,7 +194,6 @@ class Publish(Sink):
             start, end = int(bounds[p]), int(bounds[p + 1])
             part = table.slice(start, end - start) if table is not None else None
             self._commit_partition(p, pub, part, times[start:end], lo, hi)
-        return delta is not None
 
     def _commit_partition(
         self, p: int, pub: Any, part: pa.Table | None, times: np.ndarray, lo: int, hi: int | None

@@ -1,0 +1,289 @@
+"""Arrow sinks of per-row collections collect each log entry once, ahead of the frontier
+(`sealtime.engine.ahead`): every sealed range must hold exactly the updates the plain
+tick-by-tick plan gives it, whatever the tick size, partitions, restarts or memory cap."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+import sealtime as st
+from sealtime.engine import ahead
+from sealtime.engine.ahead import AheadCollector, split_at
+from sealtime.engine.ingest_log import IngestLogReader
+from sealtime.sinks.base import Sink
+from sealtime.sinks.publish import Publish
+from sealtime.sources.files import Files
+from sealtime.sources.generator import Generator
+
+GEN = {"seed": 5, "rate": 1000, "out_of_order": "2s", "late_fraction": 0.01, "late_by": "30s"}
+
+
+# ---------------------------------------------------------------- the collector alone
+@hs.composite
+def _runs(draw):
+    """Ticks of (entries logged: lists of times, new frontier), frontiers ascending."""
+    ticks, frontier = [], 0
+    for _ in range(draw(hs.integers(1, 8))):
+        times = hs.lists(hs.integers(frontier, frontier + 30), max_size=6)
+        entries = draw(hs.lists(times, max_size=3))
+        frontier += draw(hs.integers(0, 12))
+        ticks.append((entries, frontier))
+    return ticks
+
+
+@given(_runs(), hs.sampled_from([0, 10**9]), hs.lists(hs.booleans(), min_size=8, max_size=8))
+def test_collector_equals_brute_force(ticks, max_bytes, skipped):
+    """Each taken range holds every logged row in it, once; held rows dropped for the
+    memory cap, and ranges not taken (a gap), are read from the log again."""
+    log: dict[tuple[str, int], list[int]] = {}
+    reads: list[set] = []
+
+    def read(lo, skip):
+        keys = [k for k, ts in log.items() if any(t >= lo for t in ts)]
+        new = [k for k in keys if k not in skip]
+        reads.append(set(new))
+        times = [t for k in new for t in log[k] if t >= lo]
+        return (pa.table({"_time": pa.array(times, pa.int64())}) if new else None), keys
+
+    c = AheadCollector(max_bytes=max_bytes)
+    lo = 0
+    for i, (entries, hi) in enumerate(ticks):
+        for j, times in enumerate(entries):
+            log[(f"f{i}", j)] = times
+        if lo == hi:
+            continue
+        if skipped[i] and i < len(ticks) - 1:
+            lo = hi  # the range is not taken: the next one starts after a gap
+            continue
+        last = i == len(ticks) - 1
+        got = c.take(lo, None if last else hi, read)
+        want = sorted(t for ts in log.values() for t in ts if t >= lo and (last or t < hi))
+        assert sorted(got["_time"].to_pylist() if got is not None else []) == want
+        lo = hi
+    if max_bytes and not any(skipped):  # nothing dropped: every entry read once
+        keys = [k for r in reads for k in r]
+        assert len(keys) == len(set(keys))
+
+
+def _batch(times: list[int]) -> pa.RecordBatch:
+    i = pa.array(range(len(times)), pa.int64())
+    return pa.record_batch({"_time": pa.array(times, pa.int64()), "i": i})
+
+
+@given(hs.lists(hs.lists(hs.integers(-5, 20), max_size=5), max_size=5), hs.integers(-3, 18))
+def test_split_at_equals_a_filter(batches, hi):
+    table = pa.Table.from_batches(
+        [_batch(b) for b in batches],
+        pa.schema([("_time", pa.int64()), ("i", pa.int64())]),
+    )
+    below, above = split_at(table, hi)
+    rows = table.to_pylist()
+    assert below.to_pylist() == [r for r in rows if r["_time"] < hi]
+    assert above.to_pylist() == [r for r in rows if r["_time"] >= hi]
+    assert below.schema == above.schema == table.schema
+
+
+def test_a_range_after_a_gap_reads_the_log_again():
+    rows = {("a", 0): [1, 5, 9, 14]}
+
+    def read(lo, skip):
+        new = [k for k in rows if k not in skip]
+        times = [t for k in new for t in rows[k] if t >= lo]
+        return (pa.table({"_time": pa.array(times, pa.int64())}) if new else None), list(rows)
+
+    c = AheadCollector()
+    assert c.take(0, 6, read)["_time"].to_pylist() == [1, 5]
+    assert c.held_rows == 2
+    # (a range from 10: the engine's last range ended at 6, so what is held is stale)
+    assert c.take(10, 20, read)["_time"].to_pylist() == [14]
+
+
+# ---------------------------------------------------------------- in the engine
+def _write_parquet(directory, files=4, rows=1500, row_group=400):
+    os.makedirs(directory, exist_ok=True)
+    gen = Generator(**GEN)
+    for i in range(files):
+        pq.write_table(
+            gen.generate(i * rows, rows),
+            os.path.join(directory, f"ev-{i:03d}.parquet"),
+            row_group_size=row_group,
+        )
+    return gen
+
+
+class _Ranges(st.sinks.Callback):
+    """A callback sink recording each range's rows (sorted) as given."""
+
+    def __init__(self, plain: bool) -> None:
+        self.ranges: list[tuple] = []
+        self.takes_arrow = not plain  # (plain: the engine hands it DataFrames)
+        super().__init__(self._take, skip_empty=False)
+
+    def _take(self, table, lo, hi):
+        rows = [] if table is None else sorted(tuple(r.values()) for r in table.to_pylist())
+        self.ranges.append((lo, hi, rows))
+
+
+def _build(flow, directory, plain, max_rows=None):
+    src = Files(
+        directory,
+        format="parquet",
+        schema=Generator().schema,
+        finite=True,
+        settle=0,
+        max_per_read=max_rows or 1_000_000,
+    )
+    bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
+    sinks = {
+        "source": _Ranges(plain),
+        "filtered": _Ranges(plain),
+        "windowed": _Ranges(plain),
+    }
+    bids.sink(sinks["source"])
+    bids.filter("price < 500").select("auction", "price", "date_time").sink(sinks["filtered"])
+    bids.window(st.Sliding("4s", "2s")).select("auction", "window_start").sink(sinks["windowed"])
+    return flow, sinks
+
+
+def _entry_reads(monkeypatch) -> list[list[tuple[str, int]]]:
+    """Records the log entries each ``main`` frame reads (file name, first row)."""
+    reads: list[list[tuple[str, int]]] = []
+    frame = IngestLogReader.frame
+
+    def recording(self, spark, output, lo, hi, data, skip=()):
+        if output == "main":
+            entries = self.entries_for(output, lo, hi, skip)
+            reads.append([(os.path.basename(e.path), e.first) for e in entries])
+        return frame(self, spark, output, lo, hi, data, skip)
+
+    monkeypatch.setattr(IngestLogReader, "frame", recording)
+    return reads
+
+
+@pytest.mark.parametrize("max_rows, partitions", [(None, 1), (700, 3), (2000, 8)])
+def test_ranges_equal_the_plain_plan(make_flow, tmp_path, monkeypatch, max_rows, partitions):
+    d = str(tmp_path / "in")
+    _write_parquet(d)
+    reads = _entry_reads(monkeypatch)
+    kw = {"record": False, "shuffle_partitions": partitions}
+    flow, plain = _build(make_flow(**kw), d, plain=True, max_rows=max_rows)
+    flow.run()
+    plain_reads = list(reads)
+    reads.clear()
+    flow, fast = _build(make_flow(**kw), d, plain=False, max_rows=max_rows)
+    flow.run()
+    engine = flow._engine
+    assert len(engine.ahead) == 3
+    # No plan of the source or the filter is built: only the Arrow sinks read them.
+    assert {n.name for n in engine.nodes if n.id in engine.unread} >= {"bids"}
+    for name in fast:
+        assert fast[name].ranges == plain[name].ranges, name
+        assert sum(len(r) for _, _, r in fast[name].ranges) > 0
+    assert sum(len(r) for _, _, r in fast["source"].ranges) + flow_late(flow) == 6000
+    # Each log entry is read by one plan per sink; the plain plan (one per tick, which
+    # every sink runs) reads entries with unsealed tails again in later ticks.
+    per_sink = [k for r in reads for k in r]
+    assert len(per_sink) == 3 * len({*per_sink})
+    if max_rows is not None:
+        again = [k for k in {*per_sink} if sum(k in r for r in plain_reads) > 1]
+        assert again
+
+
+def flow_late(flow) -> int:
+    runtime = next(iter(flow._engine.sources.values()))
+    return runtime.late_count
+
+
+def test_a_small_memory_cap_reads_the_log_again(make_flow, tmp_path, monkeypatch):
+    d = str(tmp_path / "in")
+    _write_parquet(d)
+    flow, plain = _build(make_flow(record=False), d, plain=True, max_rows=700)
+    flow.run()
+    monkeypatch.setattr(ahead, "AHEAD_MAX_BYTES", 0)
+    flow, fast = _build(make_flow(record=False), d, plain=False, max_rows=700)
+    flow.run()
+    assert all(c.dropped > 0 for c in flow._engine.ahead.values())
+    for name in fast:
+        assert fast[name].ranges == plain[name].ranges, name
+
+
+def test_a_restart_holds_nothing_and_reads_the_log(spark, tmp_path):
+    """A restarted engine starts with nothing held: the ranges after the restart are
+    those of a plain run restarted at the same tick."""
+    d = str(tmp_path / "in")
+    _write_parquet(d)
+    out = {}
+    for plain in (True, False):
+        data_dir = str(tmp_path / f"data-{plain}")
+
+        def flow_on(data_dir=data_dir):
+            return st.Dataflow("t", data_dir=data_dir, spark=spark, record=False)
+
+        flow, first = _build(flow_on(), d, plain, max_rows=700)
+        flow.run(ticks=4)
+        assert plain or any(c.held_rows for c in flow._engine.ahead.values())
+        flow.close()
+        flow, second = _build(flow_on(), d, plain, max_rows=700)
+        flow.run()
+        flow.close()
+        out[plain] = {n: first[n].ranges + second[n].ranges for n in first}
+    assert out[True] == out[False]
+    assert sum(len(r) for _, _, r in out[True]["source"]) > 0
+
+
+class _DataFrameSink(Sink):
+    """A sink that takes DataFrames (it writes nothing): never collected ahead."""
+
+    def commit(self, delta, lo, hi, context):
+        return False
+
+
+def test_only_arrow_sinks_of_per_row_collections_collect_ahead(make_flow, tmp_path):
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=1)
+    flow = make_flow(record=False)
+    src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    bids = flow.source("bids", src, time="date_time", lateness="4s")
+    bids.sink(_DataFrameSink())  # takes DataFrames
+    bids.consolidate().sink(st.sinks.Callback(lambda *a: None))  # not per row
+    bids.aggregate(by="auction", n=st.count()).sink(st.sinks.Callback(lambda *a: None))
+    bids.late.sink(st.sinks.Callback(lambda *a: None))  # a side output
+    bids.sink(st.sinks.Callback(lambda *a: None))  # the one that does
+    flow.run(ticks=1)
+    assert list(flow._engine.ahead) == [4]
+
+
+def test_publish_with_partitions_collects_ahead_alike(make_flow, tmp_path, monkeypatch):
+    """`Publish` adds its partition hash on Spark (`arrow_plan`) before the rows are
+    collected ahead: every partition gets the rows the plain plan gives it."""
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=2)
+    seen: list[tuple] = []
+    commit_arrow = Publish.commit_arrow
+
+    def recording(self, table, lo, hi, context):
+        rows = [] if table is None else sorted(tuple(r.values()) for r in table.to_pylist())
+        seen.append((lo, hi, rows))
+        return commit_arrow(self, table, lo, hi, context)
+
+    monkeypatch.setattr(Publish, "commit_arrow", recording)
+    out = {}
+    for plain in (True, False):
+        monkeypatch.setattr(Publish, "takes_arrow", not plain)
+        flow = make_flow(record=False)
+        src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+        bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=500)
+        bids.select("auction", "price").publish("p", partitions=3, by="auction")
+        flow.run()
+        assert bool(flow._engine.ahead) is not plain
+        flow.close()
+        out[plain], seen[:] = list(seen), []
+    assert out[True] == out[False]
+    parts = {r[-1] for _, _, rows in out[True] for r in rows}
+    assert parts == {0, 1, 2}
