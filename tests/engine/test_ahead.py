@@ -18,8 +18,8 @@ from sealtime.engine.ahead import AheadCollector, split_at
 from sealtime.engine.ingest_log import IngestLogReader
 from sealtime.sinks.base import Sink
 from sealtime.sinks.publish import Publish
-from sealtime.sources.files import Files
 from sealtime.sources.generator import Generator
+from tests.engine.test_ingest_log import bids_files
 
 GEN = {"seed": 5, "rate": 1000, "out_of_order": "2s", "late_fraction": 0.01, "late_by": "30s"}
 
@@ -131,14 +131,7 @@ class _Ranges(st.sinks.Callback):
 
 
 def _build(flow, directory, plain, max_rows=None):
-    src = Files(
-        directory,
-        format="parquet",
-        schema=Generator().schema,
-        finite=True,
-        settle=0,
-        max_per_read=max_rows or 1_000_000,
-    )
+    src = bids_files(directory, max_rows or 1_000_000)
     bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
     sinks = {
         "source": _Ranges(plain),
@@ -248,7 +241,7 @@ def test_only_arrow_sinks_of_per_row_collections_collect_ahead(make_flow, tmp_pa
     d = str(tmp_path / "in")
     _write_parquet(d, files=1)
     flow = make_flow(record=False)
-    src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    src = bids_files(d)
     bids = flow.source("bids", src, time="date_time", lateness="4s")
     bids.sink(_DataFrameSink())  # takes DataFrames
     bids.consolidate().sink(st.sinks.Callback(lambda *a: None))  # not per row
@@ -277,7 +270,7 @@ def test_publish_with_partitions_collects_ahead_alike(make_flow, tmp_path, monke
     for plain in (True, False):
         monkeypatch.setattr(Publish, "takes_arrow", not plain)
         flow = make_flow(record=False)
-        src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+        src = bids_files(d)
         bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=500)
         bids.select("auction", "price").publish("p", partitions=3, by="auction")
         flow.run()

@@ -47,20 +47,25 @@ def _write_jsonl(directory, files=4, rows=1500):
                 fh.write(json.dumps(row) + "\n")
 
 
+def bids_files(directory, max_per_read=1_000_000, fmt="parquet") -> Files:
+    """A finite `Files` source over `directory`'s generated bids."""
+    return Files(
+        directory,
+        format=fmt,
+        schema=Generator().schema,
+        finite=True,
+        settle=0,
+        max_per_read=max_per_read,
+    )
+
+
 def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeypatch=None):
     if copy:
         assert monkeypatch is not None
         monkeypatch.setattr(
             SourceRuntime, "_read_batch", lambda self, _into_time: self.reader.read(self.max_rows)
         )
-    src = Files(
-        directory,
-        format=fmt,
-        schema=Generator().schema,
-        finite=True,
-        settle=0,
-        max_per_read=max_rows or 1_000_000,
-    )
+    src = bids_files(directory, max_rows or 1_000_000, fmt)
     flow = make_flow()
     bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
     per_window = bids.window(st.Tumbling("10s")).aggregate(n=st.count(), hi=st.max("price"))
@@ -206,7 +211,7 @@ def test_link_falls_back_to_copy_across_filesystems(make_flow, tmp_path, monkeyp
 def test_read_linked_batches(tmp_path):
     d = str(tmp_path / "in")
     _write_parquet(d, files=2, rows=1000, row_group=300)
-    src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    src = bids_files(d)
     plain, linked = src.open(), src.open()
     for n in (700, 700, 700):
         a = plain.read(n)
@@ -288,14 +293,7 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
         return to_arrow(df)
 
     monkeypatch.setattr(frames, "to_arrow", recording)
-    src = Files(
-        directory,
-        format="parquet",
-        schema=Generator().schema,
-        finite=True,
-        settle=0,
-        max_per_read=300,
-    )
+    src = bids_files(directory, 300)
     flow = make_flow(record=False)  # (recording would compute each tick ahead of the sink)
     bids = flow.source("bids", src, max_rows_per_tick=300)
     totals = bids.aggregate(by="auction", n=st.count())
@@ -321,7 +319,7 @@ def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, monkeypatch, 
         monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
 
     def run():
-        src = Files(d, format="parquet", schema=Generator().schema, finite=True, settle=0)
+        src = bids_files(d)
         flow = make_flow()
         bids = flow.source("bids", src, max_rows_per_tick=500)
         totals = bids.aggregate(by="auction", n=st.count(), hi=st.max("price"))
@@ -360,7 +358,7 @@ def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
         return to_arrow(df)
 
     monkeypatch.setattr(frames, "to_arrow", recording)
-    src = Files(directory, format="parquet", schema=Generator().schema, finite=True, settle=0)
+    src = bids_files(directory)
     flow = make_flow(record=False)
     bids = flow.source("bids", src, time="date_time", lateness="2s", max_rows_per_tick=600)
     got: list = []
