@@ -390,6 +390,8 @@ class Engine:
                 self.done[node.id] = hi
                 if node.id in self.ahead_nodes:
                     sealed[node.id] = (lo, hi)
+                if node.kind == "source":  # (its rows are read: report them)
+                    plan_seconds[node.id] = (0.0, False)
                 continue
             step_started = _time.perf_counter()
             out = op.step(inputs, lo, hi)
