@@ -431,7 +431,8 @@ class IngestLogWriter:
 #: part's row groups and a Parquet write on the driver, which grows with the part
 #: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
 #: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
-#: copying pays sooner. Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
+#: copying pays sooner; Arrow sinks that collect ahead (`sealtime.engine.ahead`) read
+#: it once, and for them linked parts of Nexmark files were faster (docs/dataplane.md). Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
 #: large files"): 100,000-row ticks over one 4M-row file ran 2.5x faster as copies than
 #: as linked parts with run-time bounds; over 500,000-row Nexmark files (4 times the part)
 #: copies were 1.3x faster in event time and 14-25 % slower in ingestion time; over
