@@ -70,7 +70,7 @@ class AheadCollector:
         #: keys of the entries whose rows at times >= `_upper` are in `_held`
         self._read: set[tuple[str, int]] = set()
         self._upper: int | None = None  # where the last range ended
-        #: (monitoring) ranges whose held rows were dropped (too large, or a gap)
+        #: (monitoring) times the held rows were dropped for `max_bytes`
         self.dropped = 0
 
     @property

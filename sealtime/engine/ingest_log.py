@@ -429,14 +429,15 @@ class IngestLogWriter:
 #: (its bounds are run-time values: literal ones were new generated code every tick),
 #: so that cost grows with the file; a copy costs the tick that writes it a read of the
 #: part's row groups and a Parquet write on the driver, which grows with the part
-#: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time a part is read by more than
-#: one tick (the one sealing its early rows, the next ones for its unsealed tail), so
-#: copying pays sooner; Arrow sinks that collect ahead (`sealtime.engine.ahead`) read
-#: it once, and for them linked parts of Nexmark files were faster (docs/dataplane.md). Measured with bench/file_parts.py (docs/dataplane.md, "Parts of
-#: large files"): 100,000-row ticks over one 4M-row file ran 2.5x faster as copies than
-#: as linked parts with run-time bounds; over 500,000-row Nexmark files (4 times the part)
-#: copies were 1.3x faster in event time and 14-25 % slower in ingestion time; over
-#: 150,000-row files the two were even.
+#: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time
+#: a part is read by more than one tick (the one sealing its early rows, the next ones
+#: for its unsealed tail), so copying pays sooner. Measured with bench/file_parts.py
+#: (docs/dataplane.md, "Parts of large files"): 100,000-row ticks over one 4M-row file
+#: ran 2.5x faster as copies than as linked parts with run-time bounds; over
+#: 500,000-row Nexmark files (4 times the part) copies were 1.3x faster in event time
+#: and 14-25 % slower in ingestion time; over 150,000-row files the two were even.
+#: Arrow sinks that collect ahead (`sealtime.engine.ahead`) read a part once, and for
+#: them linked Nexmark parts were faster in event time too (8.44 against 10.17 s).
 COPY_PART_FACTOR = 1.0
 #: `COPY_PART_FACTOR` for ingestion time, where each part is read by one tick only.
 COPY_PART_FACTOR_INGESTION = 6.0

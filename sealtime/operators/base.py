@@ -55,9 +55,13 @@ class Env:
     log_output: Callable[[Node, int, int | None], DataFrame | None] | None = None
 
 
+#: one-input stateless kinds that map each update to updates at the same time, alone
+#: (no consolidation across rows): their output over several ticks' rows, split by time,
+#: is their output per tick
+PER_ROW = ("map", "window", "negate")
 #: one-input stateless kinds whose output over a time range is a function of their
 #: input over that range alone (so it can be built again later, for a wider range)
-RECOMPUTABLE = ("map", "window", "negate", "consolidate")
+RECOMPUTABLE = (*PER_ROW, "consolidate")
 
 
 def log_derived(node: Node) -> bool:
@@ -74,12 +78,6 @@ def log_derived(node: Node) -> bool:
     while node.kind in RECOMPUTABLE:
         node = node.inputs[0]
     return node.kind in ("source", "source_output")
-
-
-#: one-input stateless kinds that map each update to updates at the same time, alone
-#: (no consolidation across rows): their output over several ticks' rows, split by time,
-#: is their output per tick
-PER_ROW = ("map", "window", "negate")
 
 
 def row_source(node: Node) -> Node | None:
