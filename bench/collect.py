@@ -17,6 +17,7 @@ ORDER = [
     "progress",
     "windows",
     "nexmark",
+    "tick_profile",
     "state_growth",
     "latency",
     "durability",
