@@ -48,9 +48,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "tick_profile.md"
 
 
 class JvmCalls:
-    """While installed: py4j calls and their time by JVM method name, and the seconds
-    of each collection of a DataFrame as Arrow (Spark's planning of the query, its job
-    and the transfer of the rows)."""
+    """While installed: calls of JVM methods through py4j and their time, by method name
+    (constructors are not counted), and the seconds of each collection of a DataFrame as
+    Arrow (Spark's planning of the query, its job and the transfer of the rows)."""
 
     def __init__(self) -> None:
         self.count: collections.Counter[str] = collections.Counter()
@@ -137,7 +137,6 @@ def profile(q, events_dir: Path, per_tick: int, partitions: int) -> dict[str, An
             spark.sparkContext.setJobGroup(group, group)
             with JvmCalls() as calls:
                 run = run_sealtime(spark, q, events_dir, Path(tmp) / "run", per_tick, partitions)
-            spark.sparkContext.setJobGroup("", "")  # (later jobs belong to no group)
         time.sleep(1.0)  # (the UI's status store takes the last events asynchronously)
         jobs = spark_jobs(spark, group)
     finally:
