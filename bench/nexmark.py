@@ -23,8 +23,11 @@ micro-batch.
 Event time and windows: lateness (sealtime) = watermark delay (Spark SS) = 4 s, as in
 the Flink Nexmark DDL; windows 10 s (q5: sliding, slide 2 s).
 
-Per query, after a warm-up of both systems on a small separate data set, ``--repeat``
-timed runs of each system alternate (Spark SS first in even runs, sealtime first in odd
+Per query, after a warm-up of both systems on a small separate data set (it also
+records Spark SS's refusals) and ``--warmup-runs`` untimed runs of each system over the
+benchmark's own events (the JVM's JIT compiler warms the per-row paths of both only on
+data of the real size: a first full-size run was up to 1.8x slower than the next ones),
+``--repeat`` timed runs of each system alternate (Spark SS first in even runs, sealtime first in odd
 ones), in this process, on one SparkSession, a new one per query (Spark SS keeps the
 state of a stopped query in the JVM heap; one session for all queries ran out of
 memory in q7). Each run is timed from the start of the
@@ -494,6 +497,14 @@ def bench_query(spark, q: Query, all_events, events_dir, warm_dir, warm_per, wor
         spark_ss_run(warm_dir, work / f"warm-ss-{q.name}", check=False)
     else:
         res["refusals"] = spark_ss_refusals(spark, q, warm_dir, work)
+    # Full-size warm-up (untimed, unchecked): the JIT compiles the hot loops of the scan,
+    # the shuffle and the Arrow conversions on batches of the real size.
+    for k in range(args.warmup_runs):
+        for system in ("ss", "st") if k % 2 == 0 else ("st", "ss"):
+            if system == "st" and "sealtime" not in res["errors"]:
+                sealtime_run(events_dir, work / f"warm-st-{q.name}-{k}", args.per_tick, False)
+            elif system == "ss" and q.spark_ss is not None and "spark_ss" not in res["errors"]:
+                spark_ss_run(events_dir, work / f"warm-ss-{q.name}-{k}", check=False)
     for i in range(args.repeat):
         for system in ("ss", "st") if i % 2 == 0 else ("st", "ss"):
             if system == "st" and "sealtime" not in res["errors"]:
@@ -565,6 +576,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--per-tick", type=int, default=500_000, help="events per tick / batch")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each system (alternating)")
+    ap.add_argument(
+        "--warmup-runs",
+        type=int,
+        default=1,
+        help="untimed full-size runs of each system before the timed ones (JIT warm-up)",
+    )
     ap.add_argument("--queries", default=",".join(QUERIES), help="e.g. q0,q3")
     ap.add_argument("--shuffle-partitions", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -580,6 +597,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--queries: unknown {unknown}; choose from {', '.join(QUERIES)}")
     if args.events < 1 or args.per_tick < 1 or args.repeat < 1:
         ap.error("--events, --per-tick and --repeat must be >= 1")
+    if args.warmup_runs < 0:
+        ap.error("--warmup-runs must be >= 0")
     partitions = args.shuffle_partitions
     cmd = "python bench/nexmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
@@ -670,7 +689,9 @@ def render(args, cmd, names, results, load_before, load_after, total_seconds, re
         "and metadata store on local disk, record=False, default checkpoint interval).",
         "",
         f"**Method.** Per query: a warm-up of both systems on {WARM_FILES} small files "
-        f"(untimed), then {args.repeat} timed run(s) of each system, alternating. "
+        f"(untimed) and {args.warmup_runs} untimed run(s) of each system over these "
+        "events (the JIT warms the per-row paths of both only at the real batch size), "
+        f"then {args.repeat} timed run(s) of each system, alternating. "
         "events/s = events in the input files / wall seconds of the streaming run "
         "(`flow.run()`; `start()` to termination; not Spark's `numInputRows`, which counts "
         "the rows of a stream read twice, as in a self-join, twice); tick / batch seconds are sealtime's "
