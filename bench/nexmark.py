@@ -76,7 +76,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sealtime as st  # noqa: E402
-from bench.machine import describe  # noqa: E402
+from bench.machine import describe, revision  # noqa: E402
 from bench.nexmark_queries import LATENESS, QUERIES, WATERMARK, WINDOW_MS, Query  # noqa: E402
 from sealtime.sources.files import Files  # noqa: E402
 from sealtime.sources.nexmark import NEXMARK_SCHEMA, Nexmark  # noqa: E402
@@ -522,30 +522,6 @@ def bench_query(spark, q: Query, all_events, events_dir, warm_dir, warm_per, wor
 # ------------------------------------------------------------------ main
 
 
-def _revision() -> str:
-    """Which sealtime ran: its directory and git commit (+ "dirty" when sealtime/ has
-    uncommitted changes)."""
-    import subprocess
-
-    pkg = Path(st.__file__).resolve().parent
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(pkg), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(pkg), "status", "--porcelain", "--", "."],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return f"{pkg} (not a git checkout)"
-    return f"{pkg} at commit {sha}" + (" with uncommitted changes" if dirty else "")
-
-
 def _load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -603,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python bench/nexmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
     t_start = time.perf_counter()
-    revision = _revision()
+    revision_text = revision()
     spark = new_session(partitions)
     work = Path(tempfile.mkdtemp(prefix="sealtime-nexmark-", dir=args.work_dir))
     load_before = _load()
@@ -639,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
     load_after = _load()
     total_seconds = time.perf_counter() - t_start
 
-    text = render(args, cmd, names, results, load_before, load_after, total_seconds, revision)
+    text = render(args, cmd, names, results, load_before, load_after, total_seconds, revision_text)
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text, encoding="utf-8")

@@ -40,8 +40,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe  # noqa: E402
-from bench.nexmark import QUERIES, _revision, run_sealtime, write_events  # noqa: E402
+from bench.machine import describe, revision  # noqa: E402
+from bench.nexmark import QUERIES, run_sealtime, write_events  # noqa: E402
 from sealtime.spark.session import get_or_create_session  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tick_profile.md"
@@ -184,7 +184,7 @@ def render(cmd: str, results: dict[str, dict[str, Any]]) -> str:
             f"| {r['jobs']:.1f} / {r['stages']:.1f} | {r['rows_read']:,.0f} "
             f"| {r['calls']:.0f} | {r['call_ms']:.0f} | {top} |"
         )
-    lines += ["", f"Machine: {describe()}. Command: `{cmd}`. sealtime: {_revision()}."]
+    lines += ["", f"Machine: {describe()}. Command: `{cmd}`. sealtime: {revision()}."]
     return "\n".join(lines) + "\n"
 
 
