@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time as _time
 from collections.abc import Callable, Iterator
@@ -540,7 +541,14 @@ class Dataflow:
                 break
             if ticks is None and not forever and engine.finished():
                 break
-            report = engine.tick()
+            # Does another tick follow at once? Then this one may read ahead (mint the
+            # next binding and start its collections while its own jobs run).
+            read_ahead: bool | Callable[[], bool] = (
+                functools.partial(self._is_due, next_at + self.tick_ms / 1000)
+                if forever
+                else ticks is None or len(reports) + 1 < ticks
+            )
+            report = engine.tick(read_ahead)
             reports.append(report)
             if on_tick is not None:
                 on_tick(report)
@@ -550,6 +558,10 @@ class Dataflow:
                 if delay > 0:
                     self._sleep(delay)
         return reports
+
+    def _is_due(self, at: float) -> bool:
+        """Has the ticker's clock reached `at` (a paced run is behind schedule)?"""
+        return self._clock() >= at
 
     def replay(
         self,

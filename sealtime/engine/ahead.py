@@ -24,21 +24,45 @@ the input rate) are dropped, and the next tick reads them from the log again.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import TIME
 
-__all__ = ["AHEAD_MAX_BYTES", "AheadCollector", "split_at"]
+__all__ = ["AHEAD_MAX_BYTES", "AheadCollector", "Collected", "split_at"]
 
 #: Held rows (Arrow bytes on the driver) above which an `AheadCollector` drops them and
 #: lets the log be read again, so memory stays bounded whatever the lateness.
 AHEAD_MAX_BYTES = 256 * 2**20
 
-#: ``read(lo, skip)``: the updates at times ``>= lo`` of the log entries not in `skip`,
-#: as Arrow (None: no such entry), and the keys of every entry with times ``>= lo``
-Read = Callable[[int, Collection[tuple[str, int]]], tuple[pa.Table | None, list[tuple[str, int]]]]
+#: What a read gives: the rows as Arrow, a callable that returns them once a collection
+#: still running ends (a Spark job started in the background), or None (nothing to read)
+Collected = pa.Table | Callable[[], "pa.Table | None"] | None
+
+#: ``read(lo, skip)``: the updates at times ``>= lo`` of the log entries not in `skip`
+#: (`Collected`), and the keys of every entry with times ``>= lo``
+Read = Callable[[int, Collection[tuple[str, int]]], tuple[Collected, list[tuple[str, int]]]]
+
+
+@dataclass
+class _Pending:
+    """Reads begun for the range that starts at some ``lo``: they skipped `skip` and
+    cover `keys` (every entry with times ``>= lo`` when they began)."""
+
+    skip: frozenset[tuple[str, int]]
+    keys: set[tuple[str, int]] = field(default_factory=set)
+    parts: list[Collected] = field(default_factory=list)
+
+    def add(self, collected: Collected, keys: list[tuple[str, int]]) -> None:
+        if collected is not None:
+            self.parts.append(collected)
+        self.keys.update(keys)
+
+    def tables(self) -> list[pa.Table]:
+        out = [p() if callable(p) else p for p in self.parts]
+        return [t for t in out if t is not None]
 
 
 class AheadCollector:
@@ -48,6 +72,14 @@ class AheadCollector:
     earlier reads at times below `hi`, and the rows of entries not read before (from
     `read`) in ``[lo, hi)``; it keeps the others. A range that does not start where the
     last one ended (a restart, a failed tick) drops what is held first.
+
+    The engine splits a take in two so that collections run while it goes on:
+    `begin` starts the reads of the range (a read may return a running collection), and
+    `begin_next` starts, for the range that will start at `hi`, the reads of entries
+    logged after `begin` (the next tick's, whose binding was minted early); `take` then
+    waits for the range's reads. Entries logged after a range's `begin` hold no rows
+    below its `hi` (that is what sealing means), so neither range misses a row, and no
+    entry is read twice.
 
     >>> t = lambda *ts: pa.table({"x": list(ts), "_time": list(ts)})
     >>> log = {("a", 0): t(1, 5, 9), ("b", 0): t(7, 12)}
@@ -62,6 +94,14 @@ class AheadCollector:
     ([7, 9], 1)
     >>> c.take(10, None, read)["x"].to_pylist(), c.held_rows
     ([12], 0)
+
+    Split, with the next range's entry read before this range is taken:
+
+    >>> log = {("a", 0): t(1, 5, 9)}
+    >>> c = AheadCollector(); c.begin(0, read)
+    >>> log[("b", 0)] = t(7, 12); c.begin_next(0, 6, read)
+    >>> c.take(0, 6)["x"].to_pylist(), sorted(c.take(6, 10, read)["x"].to_pylist())
+    ([1, 5], [7, 9])
     """
 
     def __init__(self, max_bytes: int | None = None) -> None:
@@ -70,6 +110,8 @@ class AheadCollector:
         #: keys of the entries whose rows at times >= `_upper` are in `_held`
         self._read: set[tuple[str, int]] = set()
         self._upper: int | None = None  # where the last range ended
+        #: reads begun, by the ``lo`` of the range they are for
+        self._pending: dict[int, _Pending] = {}
         #: (monitoring) times the held rows were dropped for `max_bytes`
         self.dropped = 0
 
@@ -81,21 +123,45 @@ class AheadCollector:
     def reset(self) -> None:
         """Hold nothing: the next range reads every entry it overlaps from the log."""
         self._held, self._read, self._upper = None, set(), None
+        self._pending = {}
 
-    def take(self, lo: int, hi: int | None, read: Read) -> pa.Table | None:
-        """The updates at times in ``[lo, hi)`` (None: no entry holds any)."""
+    def begin(self, lo: int, read: Read) -> None:
+        """Begin the reads of the range starting at `lo`: the entries not read yet, but
+        those a `begin_next` already began reading for this range."""
         if self._upper != lo:
             self.reset()
-        table, keys = read(lo, self._read)
-        parts = [p for p in (self._held, table) if p is not None]
+            self._upper = lo  # (nothing is held: where the range starts is all it knows)
+        skip = frozenset(self._read)
+        pending = self._pending.get(lo)
+        if pending is None or pending.skip != skip:
+            pending = self._pending[lo] = _Pending(skip)
+        pending.add(*read(lo, skip | pending.keys))
+
+    def begin_next(self, lo: int, hi: int, read: Read) -> None:
+        """Begin, for the range that will start at `hi`, the reads of the entries logged
+        since the `begin` of the range starting at `lo` (which must have begun)."""
+        covered = frozenset(self._pending[lo].keys)
+        nxt = self._pending[hi] = _Pending(covered)
+        nxt.add(*read(hi, covered))
+
+    def take(self, lo: int, hi: int | None, read: Read | None = None) -> pa.Table | None:
+        """The updates at times in ``[lo, hi)`` (None: no entry holds any). With `read`,
+        the range's reads begin here; without it, they must have begun (`begin`)."""
+        if read is not None:
+            self.begin(lo, read)
+        if self._upper != lo or lo not in self._pending:
+            raise RuntimeError(f"AheadCollector.take({lo}, {hi}): the range's reads never began")
+        pending = self._pending.pop(lo)
+        parts = [p for p in (self._held, *pending.tables()) if p is not None]
         rows = None
         if parts:
-            # (both come from one plan; promotion only evens out nullability flags)
+            # (all come from one plan; promotion only evens out nullability flags)
             rows = pa.concat_tables(parts, promote_options="permissive")
         if hi is None:
             self.reset()
             return rows
-        self._read, self._upper = set(keys), hi
+        self._read, self._upper = set(pending.keys), hi
+        self._pending = {k: v for k, v in self._pending.items() if k == hi}
         if rows is None:
             self._held = None
             return None

@@ -24,6 +24,7 @@ import dataclasses
 import os
 import time as _time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +174,9 @@ class Engine:
             else:
                 self.consumers[node.id] += 1
         self.ahead_nodes = {plan.sinks[i][0].id for i in self.ahead}
+        self._collect_pool: ThreadPoolExecutor | None = None
+        #: the next tick's binding, minted early while this tick collected (`_read_ahead`)
+        self._next_binding: dict[str, Any] | None = None
         #: outputs whose plan runs a kernel (a stateful operator upstream): worth caching
         #: when read twice. Others are scans and expressions over the log, which Spark
         #: recomputes per reader with column pruning for less than caching wide rows.
@@ -356,12 +360,18 @@ class Engine:
         return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
 
     # ------------------------------------------------------------------ the tick
-    def tick(self) -> TickReport:
+    def tick(self, read_ahead: bool | Callable[[], bool] = False) -> TickReport:
+        """Run one tick. `read_ahead` (or its answer, asked mid-tick): does another tick
+        follow at once? Then, while this tick's Arrow sinks collect, the next tick's
+        binding is minted and its entries' collection starts (`_read_ahead`)."""
         self.check_can_tick()
         started = _time.perf_counter()
         self.tick_no += 1
         self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
-        binding = self._mint_binding()
+        binding, self._next_binding = self._next_binding, None
+        if binding is None:
+            binding = self._mint_binding(self.tick_no)
+        self.bindings.append(binding)
         into = binding["into_time"]
         rows_in = sum(p["rows"] for p in binding["sources"].values())
 
@@ -412,12 +422,31 @@ class Engine:
             self.done[node.id] = hi
             sealed[node.id] = (lo, hi)
         failpoint("tick.computed")
+        pinned = bool(self.checkpoint_every and self.tick_no % self.checkpoint_every == 0)
+        # Arrow sinks collecting ahead: their collections start now and run while the
+        # engine goes on (other sinks' jobs, the next tick's binding).
+        collecting = {}
+        for i, (node, sink) in enumerate(self.plan.sinks):
+            if i in self.ahead and node.id in sealed:
+                collecting[i] = reader = self._ahead_reader(node, sink)
+                self.ahead[i].begin(sealed[node.id][0], reader)
+        early = self._first_collection(outputs, sealed)
+        if (
+            (collecting or early)
+            and not pinned
+            and (read_ahead() if callable(read_ahead) else read_ahead)
+        ):
+            self._read_ahead(collecting, sealed)
         for i, (node, sink) in enumerate(self.plan.sinks):
             if node.id in sealed:
                 lo, hi = sealed[node.id]
                 if i in self.ahead:
-                    table = self.ahead[i].take(lo, hi, self._ahead_reader(node, sink))
+                    table = self.ahead[i].take(lo, hi)
                     sink.commit_arrow(table, lo, hi, self._commit_context(node))
+                    continue
+                if early is not None and early[0] == i:
+                    sink.commit_arrow(early[1].result(), lo, hi, self._commit_context(node))
+                    materialised |= self._upstream(node.id)
                     continue
                 computed = sink.commit(outputs[node.id], lo, hi, self._commit_context(node))
                 if computed is True:  # (a range committed before a restart runs nothing)
@@ -428,7 +457,6 @@ class Engine:
         if not self.config.record:
             # (recorded traces are lazy plans that may read held-back updates' files)
             self.spill.collect_garbage()
-        pinned = bool(self.checkpoint_every and self.tick_no % self.checkpoint_every == 0)
         for nid in stepped:
             self.ops[nid].after_tick(pinned)
         self._acknowledge()
@@ -491,19 +519,19 @@ class Engine:
             union_all(frames).write.format("noop").mode("overwrite").save()
 
     # ------------------------------------------------------------------ durability
-    def _mint_binding(self) -> dict[str, Any]:
-        """Read, stamp and log every source, make the log files durable, then record the
-        tick's binding in one transaction — before any row of this tick propagates."""
+    def _mint_binding(self, tick: int) -> dict[str, Any]:
+        """Read, stamp and log every source, make the log files durable, then record
+        binding `tick` in one transaction — before any row of that tick propagates."""
         parts: dict[str, BindingPart] = {}
-        if self.replay is not None and self.tick_no <= self.replay_ticks:
-            original = self.replay[self.tick_no - 1]
+        if self.replay is not None and tick <= self.replay_ticks:
+            original = self.replay[tick - 1]
             into = original.into_time
-            if self.tick_no == self.restamp_hand_over:
+            if tick == self.restamp_hand_over:
                 # The original handed over to live input here: restamp that too.
                 hand_over(self.sources.values(), self.last_into, into)
             for src in self.sources.values():
                 if restamped(src.source):
-                    parts[src.name] = part = src.ingest(self.tick_no, into)
+                    parts[src.name] = part = src.ingest(tick, into)
                 else:
                     # The recorded files, linked into this data dir's log (it owns them).
                     parts[src.name] = part = link_part(original.sources[src.name], src.log_dir)
@@ -511,17 +539,54 @@ class Engine:
                 self._sync_log(part)
         else:
             into = max(self.clock_ms(), self.last_into + 1)
-            if self.tick_no == self.hand_over_at:
+            if tick == self.hand_over_at:
                 self._go_live(into)
             for src in self.sources.values():
-                parts[src.name] = part = src.ingest(self.tick_no, into)
+                parts[src.name] = part = src.ingest(tick, into)
                 self._sync_log(part)
         self.last_into = into
         failpoint("ingest.logged")
-        binding = self.log.append(self.tick_no, into, parts).to_json()
+        binding = self.log.append(tick, into, parts).to_json()
         failpoint("binding.committed")
-        self.bindings.append(binding)
         return binding
+
+    def _first_collection(
+        self, outputs: dict[int, DataFrame | None], sealed: dict[int, Any]
+    ) -> tuple[int, Future[Any]] | None:
+        """The Arrow collection of the first sink (in plan order) whose commit runs a
+        job, started now when that sink takes Arrow, so that the next binding is minted
+        while it runs (`_read_ahead`). Only the first: sinks' jobs keep their order, as
+        a later one may read state an earlier one's kernels write. (A range without
+        updates commits without a job.)"""
+        for i, (node, sink) in enumerate(self.plan.sinks):
+            delta = outputs.get(node.id)
+            if node.id not in sealed or i in self.ahead or delta is None:
+                continue  # (no job: collected ahead, or nothing to commit)
+            if not sink.takes_arrow:
+                return None
+            return i, self._collectors().submit(to_arrow, sink.arrow_plan(delta))
+        return None
+
+    def _read_ahead(self, collecting: dict[int, Any], sealed: dict[int, Any]) -> None:
+        """Mint the next tick's binding now, while this tick's Arrow sinks collect, and
+        start collecting its log entries for them: the Spark jobs of two ticks overlap,
+        and the binding's reading, stamping and fsync hide behind this tick's jobs.
+
+        Only live ticks read ahead (a replay's bindings are recorded; the hand-over to
+        live input happens in its own tick), and only while a source may still have
+        rows. The early binding is durable like any other: a crash after it restarts
+        from the log as after any minted binding whose tick did not finish."""
+        nxt = self.tick_no + 1
+        if self.replay is not None or nxt == self.hand_over_at:
+            return
+        if all(src.exhausted for src in self.sources.values()):
+            return
+        self._next_binding = self._mint_binding(nxt)
+        failpoint("tick.read_ahead")
+        for i, reader in collecting.items():
+            lo, hi = sealed[self.plan.sinks[i][0].id]
+            if hi is not None:
+                self.ahead[i].begin_next(lo, hi, reader)
 
     def _acknowledge(self) -> None:
         """Acknowledge upstream up to the resumption frontier: the positions whose rows
@@ -627,6 +692,10 @@ class Engine:
         self.recovered_from["checkpoint"] = tick
 
     def close(self) -> None:
+        if self._collect_pool is not None:
+            # (a collection read ahead for a tick that will not run is not waited for)
+            self._collect_pool.shutdown(wait=True, cancel_futures=True)
+            self._collect_pool = None
         for src in self.sources.values():
             with contextlib.suppress(Exception):
                 src.close()
@@ -693,9 +762,10 @@ class Engine:
         return unread
 
     def _ahead_reader(self, node: Node, sink: Sink) -> Any:
-        """`AheadCollector`'s ``read`` for `sink` of the per-row collection `node`: this
-        tick's plan of `node` over the log entries not read yet, at every time from
-        ``lo`` on, collected as the sink's Arrow rows."""
+        """`AheadCollector`'s ``read`` for `sink` of the per-row collection `node`: the
+        plan of `node` over the log entries not read yet, at every time from ``lo`` on,
+        collected as the sink's Arrow rows by a Spark job in the background (the plan
+        is built here, on the engine's thread; only the collection runs in the pool)."""
         source = row_source(node)
         assert source is not None
         runtime = self.sources[source.id]
@@ -709,9 +779,18 @@ class Engine:
         def read(lo: int, skip: Any) -> tuple[Any, list[tuple[str, int]]]:
             keys = [e.key for e in runtime.log.entries_for("main", lo, None)]
             df = plan(node, lo, skip) if any(k not in skip for k in keys) else None
-            return (None if df is None else to_arrow(sink.arrow_plan(df))), keys
+            if df is None:
+                return None, keys
+            return self._collectors().submit(to_arrow, sink.arrow_plan(df)).result, keys
 
         return read
+
+    def _collectors(self) -> ThreadPoolExecutor:
+        """Threads that run Arrow collections (Spark jobs) while the engine goes on: two,
+        for this tick's and the next tick's read ahead."""
+        if self._collect_pool is None:
+            self._collect_pool = ThreadPoolExecutor(2, thread_name_prefix="sealtime-collect")
+        return self._collect_pool
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

@@ -14,7 +14,9 @@ The places (see `sealtime.engine.coordinator` and the sinks):
 * ``tick.computed`` — operators ran, sinks not yet committed;
 * ``sink.written`` — a sink's files written, not yet committed;
 * ``sink.committed`` — a sink committed, upstream not yet acknowledged;
-* ``checkpoint.written`` — checkpoint files written, manifest not yet recorded.
+* ``checkpoint.written`` — checkpoint files written, manifest not yet recorded;
+* ``tick.read_ahead`` — the next tick's binding durable (minted early, while this
+  tick's Arrow sinks collect), this tick's sinks not yet committed.
 
 >>> failpoint("ingest.logged")  # unset: nothing happens
 >>> parse("sink.written=2, ingest.logged")
@@ -35,6 +37,7 @@ POINTS = (
     "sink.written",
     "sink.committed",
     "checkpoint.written",
+    "tick.read_ahead",
 )
 
 _armed: dict[str, int] | None = None

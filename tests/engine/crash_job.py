@@ -2,7 +2,9 @@
 
 source (files or NATS JetStream, event time, lateness 2 s) -> 10 s tumbling window
 aggregate per channel -> join with a channel table -> Persist sink. Checkpoints every 3
-ticks with log truncation, so recovery exercises checkpoint + log replay.
+ticks with log truncation, so recovery exercises checkpoint + log replay. A second sink
+takes the filtered bids as Arrow: it collects ahead, so the ticks between checkpoints
+read ahead (the next binding minted while the tick collects), and kills land there too.
 
 Configured by environment variables (the test sets them for the child process):
 ``CRASH_SOURCE`` = ``files`` | ``nats``; ``CRASH_INPUT`` (files: the directory);
@@ -67,4 +69,11 @@ def build(data_dir: str, spark=None) -> st.Dataflow:
         by="channel", max_price=st.max("price"), bids=st.count()
     )
     stats.join(channels, on="channel").sink(st.sinks.Persist("windows"))
+    # An Arrow sink of a per-row collection: it collects ahead, so ticks read ahead (the
+    # next binding is minted while this tick collects; failpoint tick.read_ahead).
+    bids.filter("price > 0").select("bid", "ts").sink(st.sinks.Callback(_discard))
     return flow
+
+
+def _discard(table, lo, hi) -> None:
+    """The Arrow sink's callback (its rows are not checked: only the Persist sink is)."""
