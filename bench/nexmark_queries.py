@@ -284,7 +284,24 @@ def q7_batch(events: DataFrame) -> DataFrame:
 
 
 def q7_ss(stream: DataFrame) -> DataFrame:
-    return _q7_df(df_kind(stream.withWatermark("date_time", WATERMARK), "bid"))
+    # The same join, written so that Spark SS can drop its state: both sides are keyed by
+    # an event-time window (the bid's date_time is carried as a plain copy, since a side
+    # may have one event-time column), and Spark SS drops a window's rows once the
+    # watermark passes its end. Joined on the window start as a plain column, as the
+    # batch form is, it kept every bid and ran its driver out of memory at 10M events.
+    bids = df_kind(stream.withWatermark("date_time", WATERMARK), "bid").select(*Q7_COLS)
+    maxes = bids.groupBy(F.window("date_time", WINDOW).alias("m_window")).agg(
+        F.max("price").alias("max_price")
+    )
+    plain = F.timestamp_micros(F.unix_micros("date_time")).alias("date_time")
+    keyed = bids.select(
+        F.window("date_time", WINDOW).alias("b_window"),
+        *[plain if c == "date_time" else F.col(c) for c in Q7_COLS],
+    )
+    return keyed.join(
+        maxes,
+        (F.col("b_window") == F.col("m_window")) & (F.col("price") == F.col("max_price")),
+    ).select(*Q7_COLS)
 
 
 # ---------------------------------------------------------------- q8 monitor new users

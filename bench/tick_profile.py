@@ -48,26 +48,36 @@ RESULTS = Path(__file__).resolve().parent / "results" / "tick_profile.md"
 
 
 class JvmCalls:
-    """While installed: calls of JVM methods through py4j and their time, by method name
+    """While installed: calls of JVM methods through py4j made on the engine's thread
+    (building the tick's plan, starting jobs) and their time, by method name
     (constructors are not counted), and the seconds of each collection of a DataFrame as
-    Arrow (Spark's planning of the query, its job and the transfer of the rows)."""
+    Arrow (Spark's planning of the query, its job and the transfer of the rows; since
+    ticks read ahead, collections run in background threads, whose own calls are the
+    jobs themselves and are not counted as calls)."""
 
     def __init__(self) -> None:
         self.count: collections.Counter[str] = collections.Counter()
         self.seconds: collections.Counter[str] = collections.Counter()
         self.collects: list[float] = []
-        self._originals: tuple[Any, Any] | None = None
+        self._originals: tuple[Any, Any, Any] | None = None
 
     def __enter__(self) -> JvmCalls:
+        import threading
+
         import py4j.java_gateway as gateway
-        from pyspark.sql.pandas.conversion import PandasConversionMixin
+
+        import sealtime.engine.coordinator as coordinator
+        import sealtime.spark.frames as frames
 
         call_jvm = gateway.JavaMember.__call__
-        collect_arrow = PandasConversionMixin._collect_as_arrow
-        self._originals = (call_jvm, collect_arrow)
+        self._originals = (call_jvm, frames.to_arrow, coordinator.to_arrow)
+        to_arrow = frames.to_arrow
         count, seconds, collects = self.count, self.seconds, self.collects
+        main = threading.main_thread()
 
         def call(member, *args):
+            if threading.current_thread() is not main:
+                return call_jvm(member, *args)
             t0 = time.perf_counter()
             try:
                 return call_jvm(member, *args)
@@ -75,23 +85,25 @@ class JvmCalls:
                 count[member.name] += 1
                 seconds[member.name] += time.perf_counter() - t0
 
-        def collect(df, *args, **kwargs):
+        def collect(df):
             t0 = time.perf_counter()
             try:
-                return collect_arrow(df, *args, **kwargs)
+                return to_arrow(df)
             finally:
                 collects.append(time.perf_counter() - t0)
 
         gateway.JavaMember.__call__ = call
-        PandasConversionMixin._collect_as_arrow = collect
+        frames.to_arrow = coordinator.to_arrow = collect
         return self
 
     def __exit__(self, *exc: object) -> None:
         import py4j.java_gateway as gateway
-        from pyspark.sql.pandas.conversion import PandasConversionMixin
+
+        import sealtime.engine.coordinator as coordinator
+        import sealtime.spark.frames as frames
 
         assert self._originals is not None
-        gateway.JavaMember.__call__, PandasConversionMixin._collect_as_arrow = self._originals
+        gateway.JavaMember.__call__, frames.to_arrow, coordinator.to_arrow = self._originals
 
 
 def _get(url: str) -> Any:

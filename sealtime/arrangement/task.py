@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["MARKER", "PARTITION", "Kernel", "KernelTask"]
+__all__ = ["MARKER", "PARTITION", "Kernel", "KernelTask", "split_partitions"]
 
 PARTITION = "__p"  # the arrangement partition of the row's key
 MARKER = "__m"  # true on the one marker row each partition's shuffle carries
@@ -75,18 +75,7 @@ class KernelTask:
                 "whole: set spark.sql.adaptive.enabled=false and "
                 "spark.sql.unionOutputPartitioning=false (the engine sets both)"
             )
-        table = table.filter(pa.array(~marked))
-        part = part[~marked]
-        if len(present) == 1:
-            outs = [self._run(table, int(present[0]))]
-        else:
-            order = np.argsort(part, kind="stable")
-            cuts = np.searchsorted(part[order], present, side="left").tolist() + [len(order)]
-            rows = pa.array(order)
-            outs = [
-                self._run(table.take(rows[a:b]), int(p))
-                for p, a, b in zip(present.tolist(), cuts[:-1], cuts[1:])
-            ]
+        outs = [self._run(rows, p) for p, rows in split_partitions(table, part, marked)]
         for out in outs:
             yield from conform(out, self.output_schema).to_batches(max_chunksize=_BATCH)
 
@@ -104,6 +93,47 @@ class KernelTask:
         seconds = time.perf_counter() - started
         self.probe.record(partition, table.num_rows, out.num_rows, state, seconds)
         return out
+
+
+def split_partitions(
+    table: pa.Table, part: np.ndarray, marked: np.ndarray
+) -> list[tuple[int, pa.Table]]:
+    """`table`'s rows per partition, in partition order, without the marker rows.
+
+    Coalescing concatenates whole Spark partitions, so a task's partitions usually
+    arrive one after the other: then each partition is slices of `table` between its
+    markers (no row is copied; wide rows made these copies a large part of a join's
+    kernel). Interleaved partitions are taken apart with one take each.
+
+    >>> t = pa.table({"x": [0, 1, 2, 3, 4, 5]})
+    >>> part, marked = np.array([1, 1, 1, 2, 2, 2]), np.array([1, 0, 0, 0, 1, 0], bool)
+    >>> [(p, rows["x"].to_pylist()) for p, rows in split_partitions(t, part, marked)]
+    [(1, [1, 2]), (2, [3, 5])]
+    >>> part = np.array([2, 1, 2, 1, 2, 1])
+    >>> [(p, rows["x"].to_pylist()) for p, rows in split_partitions(t, part, marked)]
+    [(1, [1, 3, 5]), (2, [2])]
+    """
+    n = len(part)
+    edges = np.flatnonzero(part[1:] != part[:-1]) + 1
+    starts = np.concatenate([[0], edges])
+    ends = np.concatenate([edges, [n]])
+    if len(np.unique(part[starts])) == len(starts):  # each partition is one run of rows
+        out = []
+        for a, b in sorted(zip(starts.tolist(), ends.tolist()), key=lambda ab: part[ab[0]]):
+            drop = np.flatnonzero(marked[a:b]) + a
+            bounds = [a, *[x for d in drop.tolist() for x in (d, d + 1)], b]
+            pieces = [table.slice(x, y - x) for x, y in zip(bounds[::2], bounds[1::2]) if y > x]
+            rows = pa.concat_tables(pieces) if pieces else table.slice(0, 0)
+            out.append((int(part[a]), rows))
+        return out
+    keep = np.flatnonzero(~marked)
+    order = keep[np.argsort(part[keep], kind="stable")]
+    present = np.unique(part)
+    cuts = np.searchsorted(part[order], present, side="left").tolist() + [len(order)]
+    rows = pa.array(order, pa.int64())
+    return [
+        (int(p), table.take(rows[a:b])) for p, a, b in zip(present.tolist(), cuts[:-1], cuts[1:])
+    ]
 
 
 _FROZEN = False

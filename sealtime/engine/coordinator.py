@@ -564,7 +564,7 @@ class Engine:
                 continue  # (no job: collected ahead, or nothing to commit)
             if not sink.takes_arrow:
                 return None
-            return i, self._collectors().submit(to_arrow, sink.arrow_plan(delta))
+            return i, self._collect(sink.arrow_plan(delta))
         return None
 
     def _read_ahead(self, collecting: dict[int, Any], sealed: dict[int, Any]) -> None:
@@ -781,16 +781,25 @@ class Engine:
             df = plan(node, lo, skip) if any(k not in skip for k in keys) else None
             if df is None:
                 return None, keys
-            return self._collectors().submit(to_arrow, sink.arrow_plan(df)).result, keys
+            return self._collect(sink.arrow_plan(df)).result, keys
 
         return read
 
-    def _collectors(self) -> ThreadPoolExecutor:
-        """Threads that run Arrow collections (Spark jobs) while the engine goes on: two,
-        for this tick's and the next tick's read ahead."""
+    def _collect(self, df: DataFrame) -> Future[Any]:
+        """`to_arrow(df)` in a background thread (a Spark job while the engine goes on).
+        The job keeps this thread's Spark local properties (job group, description,
+        scheduler pool), as PySpark's `InheritableThread` does."""
         if self._collect_pool is None:
+            # Two: this tick's collection and the next tick's, read ahead.
             self._collect_pool = ThreadPoolExecutor(2, thread_name_prefix="sealtime-collect")
-        return self._collect_pool
+        jsc = self.spark.sparkContext._jsc.sc()
+        properties = jsc.getLocalProperties().clone()
+
+        def run() -> Any:
+            jsc.setLocalProperties(properties)
+            return to_arrow(df)
+
+        return self._collect_pool.submit(run)
 
     # ------------------------------------------------------------------ traces
     def _record(self, node: Node, out: DataFrame) -> None:

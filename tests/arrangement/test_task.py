@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 from sealtime.arrangement.task import MARKER, PARTITION, KernelTask
 
@@ -66,3 +69,23 @@ def test_a_partition_split_among_tasks_is_an_error_naming_the_settings() -> None
 
 def test_no_rows_no_output() -> None:
     assert run(KernelTask(Echo(), pa.schema([]), OUT), []) == []
+
+
+@given(
+    runs=hs.lists(hs.tuples(hs.integers(0, 4), hs.integers(1, 5)), min_size=1, max_size=8),
+    marks=hs.lists(hs.booleans(), min_size=40, max_size=40),
+)
+def test_split_partitions_equals_grouping(runs, marks):
+    """Per partition, in partition order, its unmarked rows in arrival order — whether
+    partitions arrive one after another (sliced, no copy) or interleaved (taken)."""
+    from sealtime.arrangement.task import split_partitions
+
+    part = np.array([p for p, n in runs for _ in range(n)])
+    marked = np.array(marks[: len(part)], bool)
+    table = pa.table({"i": np.arange(len(part))})
+    got = [(p, rows["i"].to_pylist()) for p, rows in split_partitions(table, part, marked)]
+    want = [
+        (p, [i for i in range(len(part)) if part[i] == p and not marked[i]])
+        for p in sorted(set(part.tolist()))
+    ]
+    assert got == want

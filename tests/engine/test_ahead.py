@@ -377,3 +377,26 @@ def test_ticks_read_ahead_while_they_collect(make_flow, tmp_path):
         out[plain] = sink.ranges
     assert out[True] == out[False]
     assert sum(len(r) for _, _, r in out[True]) > 0
+
+
+def test_collections_keep_the_job_group(make_flow, tmp_path, spark):
+    """Collections run in background threads; their jobs keep the Spark local
+    properties of the thread that runs the dataflow (job group, description)."""
+    d = str(tmp_path / "in")
+    _write_parquet(d, files=2)
+    flow = make_flow(record=False)
+    src = bids_files(d, 1000)
+    bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=1000)
+    bids.filter("price < 500").sink(st.sinks.Callback(lambda *a: None))
+    bids.aggregate(by="auction", n=st.count()).sink(st.sinks.Callback(lambda *a: None))
+    sc = spark.sparkContext
+    group = f"sealtime-test-{os.getpid()}"
+    sc.setJobGroup(group, "a dataflow's collections")
+    try:
+        reports = flow.run()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    # every tick ran at least its two sinks' collections in the group
+    assert len(jobs) >= 2 * len(reports)

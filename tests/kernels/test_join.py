@@ -132,3 +132,61 @@ def test_join_output_is_the_same_stream_however_times_are_cut_into_ticks(all_tic
     assert stream(run(all_ticks, hash_fn)) == want
     merged = [[r for tick in all_ticks for r in tick]]
     assert stream(run(merged, hash_fn)) == want
+
+
+def _consolidate_reference(rows: pa.Table, columns: list[str], with_time: bool) -> list:
+    """The definition: equal (row[, time]) — by value — become one row with the sum of
+    their ``_diff``; zero sums go. (As a sorted list of rows: the kernel's order is
+    checked separately.)"""
+    keep = [c for c in rows.column_names if c != "_diff"]
+    if not with_time:
+        keep = [c for c in keep if c != "_time"]
+    sums: dict[tuple, int] = {}
+    firsts: dict[tuple, dict] = {}
+    for row in rows.to_pylist():
+        key = tuple(row[c] for c in keep)
+        sums[key] = sums.get(key, 0) + row["_diff"]
+        firsts.setdefault(key, row)
+    out = [{**firsts[k], "_diff": d} for k, d in sums.items() if d != 0]
+    return sorted(out, key=lambda r: tuple(str(v) for v in r.values()))
+
+
+@settings(max_examples=examples(ci=300, dev=100), deadline=None)
+@given(
+    rows=hs.lists(
+        hs.tuples(
+            hs.integers(0, 3),
+            hs.sampled_from(["x", "y", "a long payload string"]),
+            hs.integers(0, 2),
+            hs.integers(-2, 2),
+        ),
+        max_size=30,
+    ),
+    with_time=hs.booleans(),
+    weak=hs.booleans(),
+)
+def test_consolidate_equals_its_definition(rows, with_time, weak):
+    """`_consolidate` (no sort of the rows when every (row, time) is there once, no take
+    when they are in hash order) equals its definition, with merges, zero sums, equal
+    hashes and collisions, and orders its rows by hash."""
+    from sealtime.kernels.join import _consolidate
+
+    k = [r[0] for r in rows]
+    table = pa.table(
+        {
+            "__h": pa.array([x % 2 if weak else x * 7919 for x in k], pa.int64()),
+            "k": pa.array(k, pa.int64()),
+            "a": pa.array([r[1] for r in rows], pa.string()),
+            "__r": pa.array(
+                [(x % 2 if weak else hash((x, r[1]))) for x, r in zip(k, rows)], pa.int64()
+            ),
+            "_time": pa.array([r[2] for r in rows], pa.int64()),
+            "_diff": pa.array([r[3] for r in rows], pa.int64()),
+        }
+    )
+    got = _consolidate(table, ["k", "a"], with_time)
+    rows_got = sorted(got.to_pylist(), key=lambda r: tuple(str(v) for v in r.values()))
+    assert rows_got == _consolidate_reference(table, ["k", "a"], with_time)
+    h = got.column("__h").to_pylist()
+    assert h == sorted(h)  # ordered by hash: runs are searched by it
+    assert got.schema == table.schema

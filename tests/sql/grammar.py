@@ -226,7 +226,8 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
             tuple((n, dict(r.cols)[n]) for n in chosen),
         )
     if kind == "topk":
-        chosen = r.names[:3]
+        # (an input that kept an earlier top-k's `rn` must not give the view two `rn`)
+        chosen = [n for n in r.names if n != "rn"][:3]
         part = [f"{t}.ex"] + ([f"{t}.k"] if r.has_k and draw(hs.booleans()) else [])
         rest = [n for n in chosen if f"{t}.{n}" not in part]
         orders = []
