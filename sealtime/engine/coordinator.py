@@ -38,6 +38,7 @@ from ..dataflow.plan import Node, Plan
 from ..operators import Env, Operator, build, kernel_tasks, log_derived, row_source
 from ..sinks.base import CommitContext, Sink
 from ..spark.frames import DIFF, TIME, consolidate, to_arrow, union_all
+from ..spark.session import import_short_names
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
@@ -152,6 +153,7 @@ class Engine:
         # (and Parquet timestamps as the shards expect them; see ROUTING_CONF)
         for key, value in ROUTING_CONF.items():
             self.spark.conf.set(key, value)
+        import_short_names(self.spark)  # (a session the user built has not had it)
         self.checkpoint_every = config.checkpoint_every
         self.truncate_log = config.truncate_log
         self.recovered_from: dict[str, Any] = {}
