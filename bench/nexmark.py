@@ -804,7 +804,9 @@ def render(args, cmd, names, results, load_before, load_after, total_seconds, re
         "as the final contents); q5 count per auction per sliding window, joined with the "
         "max count per window (ties kept); q7 max price per tumbling window joined back "
         "to that window's bids with that price (a bid belongs to its own window; Flink's "
-        "q7 uses BETWEEN end - 10 s AND end); q8 persons and auctions grouped per "
+        "q7 uses BETWEEN end - 10 s AND end; Spark SS joins on the two sides' event-time "
+        "windows, so that it drops a window's bids once the watermark passes it); q8 "
+        "persons and auctions grouped per "
         "tumbling window, joined on id = seller. Code: `bench/nexmark_queries.py` (each "
         "query as sealtime, Spark SS and batch).",
         "",
