@@ -66,11 +66,10 @@ class JvmCalls:
 
         import py4j.java_gateway as gateway
 
-        import sealtime.engine.coordinator as coordinator
         import sealtime.spark.frames as frames
 
         call_jvm = gateway.JavaMember.__call__
-        self._originals = (call_jvm, frames.to_arrow, coordinator.to_arrow)
+        self._originals = (call_jvm, frames.to_arrow)
         to_arrow = frames.to_arrow
         count, seconds, collects = self.count, self.seconds, self.collects
         main = threading.main_thread()
@@ -93,17 +92,16 @@ class JvmCalls:
                 collects.append(time.perf_counter() - t0)
 
         gateway.JavaMember.__call__ = call
-        frames.to_arrow = coordinator.to_arrow = collect
+        frames.to_arrow = collect
         return self
 
     def __exit__(self, *exc: object) -> None:
         import py4j.java_gateway as gateway
 
-        import sealtime.engine.coordinator as coordinator
         import sealtime.spark.frames as frames
 
         assert self._originals is not None
-        gateway.JavaMember.__call__, frames.to_arrow, coordinator.to_arrow = self._originals
+        gateway.JavaMember.__call__, frames.to_arrow = self._originals
 
 
 def _get(url: str) -> Any:

@@ -37,7 +37,8 @@ from ..arrangement.counters import KernelCounters
 from ..dataflow.plan import Node, Plan
 from ..operators import Env, Operator, build, kernel_tasks, log_derived, row_source
 from ..sinks.base import CommitContext, Sink
-from ..spark.frames import DIFF, TIME, consolidate, to_arrow, union_all
+from ..spark import frames
+from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.session import import_short_names
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
@@ -695,7 +696,8 @@ class Engine:
 
     def close(self) -> None:
         if self._collect_pool is not None:
-            # (a collection read ahead for a tick that will not run is not waited for)
+            # (queued collections are cancelled; a running one is waited for, so that no
+            # job of this dataflow outlives it)
             self._collect_pool.shutdown(wait=True, cancel_futures=True)
             self._collect_pool = None
         for src in self.sources.values():
@@ -799,7 +801,8 @@ class Engine:
 
         def run() -> Any:
             jsc.setLocalProperties(properties)
-            return to_arrow(df)
+            # Looked up per call: tests and bench/tick_profile.py wrap frames.to_arrow.
+            return frames.to_arrow(df)
 
         return self._collect_pool.submit(run)
 

@@ -37,20 +37,28 @@ def _runs(draw):
     return ticks
 
 
-@given(_runs(), hs.sampled_from([0, 10**9]), hs.lists(hs.booleans(), min_size=8, max_size=8))
-def test_collector_equals_brute_force(ticks, max_bytes, skipped):
-    """Each taken range holds every logged row in it, once; held rows dropped for the
-    memory cap, and ranges not taken (a gap), are read from the log again."""
-    log: dict[tuple[str, int], list[int]] = {}
-    reads: list[set] = []
+def _log_reader(log: dict, reads: list, running: bool = False):
+    """A collector's ``read`` over `log` (entry key -> times), recording the entries each
+    read collects; `running`: it returns a callable, as a collection still running."""
 
     def read(lo, skip):
         keys = [k for k, ts in log.items() if any(t >= lo for t in ts)]
         new = [k for k in keys if k not in skip]
         reads.append(set(new))
         times = [t for k in new for t in log[k] if t >= lo]
-        return (pa.table({"_time": pa.array(times, pa.int64())}) if new else None), keys
+        table = pa.table({"_time": pa.array(times, pa.int64())}) if new else None
+        return ((lambda: table) if running else table), keys
 
+    return read
+
+
+@given(_runs(), hs.sampled_from([0, 10**9]), hs.lists(hs.booleans(), min_size=8, max_size=8))
+def test_collector_equals_brute_force(ticks, max_bytes, skipped):
+    """Each taken range holds every logged row in it, once; held rows dropped for the
+    memory cap, and ranges not taken (a gap), are read from the log again."""
+    log: dict[tuple[str, int], list[int]] = {}
+    reads: list[set] = []
+    read = _log_reader(log, reads)
     c = AheadCollector(max_bytes=max_bytes)
     lo = 0
     for i, (entries, hi) in enumerate(ticks):
@@ -298,14 +306,7 @@ def test_collector_reading_ahead_equals_brute_force(ticks, max_bytes, ahead_at, 
     whichever ticks read ahead and whichever ranges are not taken."""
     log: dict[tuple[str, int], list[int]] = {}
     reads: list[set] = []
-
-    def read(lo, skip):
-        keys = [k for k, ts in log.items() if any(t >= lo for t in ts)]
-        new = [k for k in keys if k not in skip]
-        reads.append(set(new))
-        times = [t for k in new for t in log[k] if t >= lo]
-        table = pa.table({"_time": pa.array(times, pa.int64())}) if new else None
-        return (lambda: table), keys  # (a collection still running)
+    read = _log_reader(log, reads, running=True)
 
     def log_tick(i):
         for j, times in enumerate(ticks[i][0]):
