@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..kernels.keyed import slices_without
+
 __all__ = ["MARKER", "PARTITION", "Kernel", "KernelTask", "split_partitions"]
 
 PARTITION = "__p"  # the arrangement partition of the row's key
@@ -120,10 +122,7 @@ def split_partitions(
     if len(np.unique(part[starts])) == len(starts):  # each partition is one run of rows
         out = []
         for a, b in sorted(zip(starts.tolist(), ends.tolist()), key=lambda ab: part[ab[0]]):
-            drop = np.flatnonzero(marked[a:b]) + a
-            bounds = [a, *[x for d in drop.tolist() for x in (d, d + 1)], b]
-            pieces = [table.slice(x, y - x) for x, y in zip(bounds[::2], bounds[1::2]) if y > x]
-            rows = pa.concat_tables(pieces) if pieces else table.slice(0, 0)
+            rows = slices_without(table, np.flatnonzero(marked[a:b]) + a, a, b)
             out.append((int(part[a]), rows))
         return out
     keep = np.flatnonzero(~marked)

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
-from .keyed import HASH, exact_groups, match
+from .keyed import HASH, exact_groups, match, slices_without
 
 __all__ = ["JoinSpec", "join_step", "side_schema"]
 
@@ -148,9 +148,7 @@ def _rows_where(table: pa.Table, mask: np.ndarray) -> pa.Table:
         return table
     if len(out) > max(16, len(mask) // 64):
         return table.filter(pa.array(mask))
-    bounds = [0, *[x for o in out.tolist() for x in (o, o + 1)], len(mask)]
-    pieces = [table.slice(a, b - a) for a, b in zip(bounds[::2], bounds[1::2]) if b > a]
-    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)
+    return slices_without(table, out)
 
 
 def _common(a: np.ndarray, b: np.ndarray) -> np.ndarray:

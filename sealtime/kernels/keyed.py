@@ -34,6 +34,7 @@ __all__ = [
     "match",
     "same_values",
     "segment_ids",
+    "slices_without",
 ]
 
 HASH = "__h"
@@ -188,6 +189,25 @@ def match(
         if not ok.all():
             qi, ei = qi[ok], ei[ok]
     return qi, ei
+
+
+def slices_without(
+    table: pa.Table, drop: np.ndarray, start: int = 0, stop: int | None = None
+) -> pa.Table:
+    """Rows `start`..`stop` of `table` without the (sorted) row numbers in `drop`, as
+    slices of `table` between them: no row is copied, which pays over a filter or a
+    take when few rows are dropped from wide rows.
+
+    >>> t = pa.table({"x": [0, 1, 2, 3, 4, 5]})
+    >>> slices_without(t, np.array([2, 4]), 1)["x"].to_pylist()
+    [1, 3, 5]
+    >>> slices_without(t, np.array([0]), 0, 1).num_rows
+    0
+    """
+    stop = table.num_rows if stop is None else stop
+    bounds = [start, *[x for d in drop.tolist() for x in (d, d + 1)], stop]
+    pieces = [table.slice(a, b - a) for a, b in zip(bounds[::2], bounds[1::2]) if b > a]
+    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)
 
 
 def int64s(col: pa.Array | pa.ChunkedArray, fill: int = 0) -> np.ndarray:
