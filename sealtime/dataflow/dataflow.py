@@ -186,6 +186,7 @@ class Dataflow:
         lateness: str | int | None = None,
         max_rows_per_tick: int | None = None,
         idle_timeout: str | int | None = None,
+        max_future: str | int | None = None,
     ) -> SourceCollection:
         """Add a source. Without `time`, rows get ingestion time (the tick's binding time);
         with ``time="col"`` the column is the event time and `lateness` bounds how far
@@ -236,6 +237,14 @@ class Dataflow:
                     f"source {name!r}: idle_timeout={idle_timeout!r} must be > 0, "
                     "e.g. idle_timeout='5s'"
                 )
+        future_ms = None
+        if max_future is not None:
+            if time is None and not explicit:
+                raise ConfigError(
+                    f"source {name!r}: max_future={max_future!r} needs event time "
+                    "(time='<event time column>'); ingestion times never lie ahead"
+                )
+            future_ms = parse_duration(max_future, f"source {name!r} max_future")
         names = [n for n in source.schema.names if n not in (TIME, DIFF)]
         spark_schema = self._spark_schema(source.schema, names)
         node = Node(
@@ -250,6 +259,7 @@ class Dataflow:
                 "max_rows": max_rows_per_tick,
                 # (only when set: a plan without it keeps the fingerprint it had)
                 **({"idle_timeout": idle_ms} if idle_ms is not None else {}),
+                **({"max_future": future_ms} if future_ms is not None else {}),
             },
             monotonic=source.insert_only,
         )

@@ -209,6 +209,7 @@ class Engine:
                     time_column=p.get("time"),
                     lateness=p.get("lateness"),
                     idle_timeout=p.get("idle_timeout"),
+                    max_future=p.get("max_future"),
                     max_rows=p.get("max_rows"),
                     restored=restored.get(node.name),
                     acknowledged=acked.get(node.name),

@@ -85,6 +85,7 @@ class SourceRuntime:
         lateness: int | None = None,
         max_rows: int | None = None,
         idle_timeout: int | None = None,
+        max_future: int | None = None,
         restored: BindingPart | None = None,
         acknowledged: Any = None,
         replay: bool = False,
@@ -98,6 +99,8 @@ class SourceRuntime:
         self.source = source
         self.log_dir = log_dir
         self.max_rows = max_rows
+        #: how far (ms) an event time may lie ahead of the binding time (None: no bound)
+        self.max_future = max_future
         #: replay: read nothing upstream; the engine feeds the original bindings instead
         self.replay = replay
         self.explicit = source.time_column == TIME
