@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 try:
-    from sealtime.sources.generator import parse_duration
+    from sealtime.durations import parse_duration
 except ImportError:  # run as a script from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from sealtime.sources.generator import parse_duration
+    from sealtime.durations import parse_duration
 
 __all__ = ["EVENT_SCHEMA_DDL", "batch_windows", "run_spark_ss"]
 
@@ -56,7 +56,7 @@ def batch_windows(parquet_dir: str | Path, window: str = "10 seconds") -> pd.Dat
 
     Windows are ``[k * size, (k + 1) * size)`` in epoch ms, like Spark's tumbling windows.
     """
-    size = parse_duration(window, name="window")
+    size = parse_duration(window, "window")
     table = pa.concat_tables(
         pq.read_table(f, columns=["date_time", "price"]) for f in _parquet_files(parquet_dir)
     )

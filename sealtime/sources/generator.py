@@ -46,7 +46,6 @@ the records that are late under "record i is late iff t_i < max(t_j for j < i) -
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sealtime.durations import parse_duration
 from sealtime.sources.base import ReadBatch, Source, SourceReader
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
     "Generator",
     "GeneratorReader",
     "check_int",
-    "parse_duration",
     "parse_time_ms",
 ]
 
@@ -108,88 +107,6 @@ _CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- parsing
-
-_DURATION_UNITS = {
-    "ms": 1,
-    "msec": 1,
-    "millisecond": 1,
-    "milliseconds": 1,
-    "s": 1000,
-    "sec": 1000,
-    "second": 1000,
-    "seconds": 1000,
-    "m": 60_000,
-    "min": 60_000,
-    "minute": 60_000,
-    "minutes": 60_000,
-    "h": 3_600_000,
-    "hour": 3_600_000,
-    "hours": 3_600_000,
-    "d": 86_400_000,
-    "day": 86_400_000,
-    "days": 86_400_000,
-}
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]+)")
-
-
-def parse_duration(value: Any, *, name: str = "duration") -> int:
-    """Return a non-negative duration in whole milliseconds.
-
-    Accepts an int (milliseconds), a `datetime.timedelta`, or a string of one or more
-    ``<number><unit>`` parts with units ``ms``, ``s``, ``m``/``min``, ``h``, ``d`` (long
-    names such as ``seconds`` too, so Spark's ``"10 seconds"`` works). `name` is the
-    parameter named in the error message.
-
-    >>> parse_duration("2s"), parse_duration("500ms"), parse_duration("1m"), parse_duration(250)
-    (2000, 500, 60000, 250)
-    >>> parse_duration("1m30s"), parse_duration("1.5s"), parse_duration("10 seconds")
-    (90000, 1500, 10000)
-    >>> parse_duration("5 parsecs", name="late_by")
-    Traceback (most recent call last):
-    ...
-    ValueError: late_by='5 parsecs': unknown unit 'parsecs'; use ms, s, m, h or d, e.g. '500ms', '2s', '1m'
-    """
-    fix = "e.g. '500ms', '2s', '1m'"
-    if isinstance(value, bool):
-        raise ValueError(f"{name}={value!r}: expected a duration such as '2s' or an int of ms")
-    if isinstance(value, (int, np.integer)):
-        ms = int(value)
-    elif isinstance(value, timedelta):
-        us = value // timedelta(microseconds=1)
-        if us % 1000:
-            raise ValueError(f"{name}={value!r}: must be a whole number of milliseconds")
-        ms = us // 1000
-    elif isinstance(value, str):
-        text = value.strip()
-        if re.fullmatch(r"\d+", text):
-            ms = int(text)  # a bare number in a string: milliseconds, like the int form
-        else:
-            pos, total = 0, 0.0
-            parts = 0
-            while pos < len(text):
-                m = _DURATION_PART.match(text, pos)
-                if m is None:
-                    raise ValueError(f"{name}={value!r}: not a duration; {fix}")
-                unit = m.group(2).lower()
-                if unit not in _DURATION_UNITS:
-                    raise ValueError(
-                        f"{name}={value!r}: unknown unit {m.group(2)!r}; use ms, s, m, h or d, {fix}"
-                    )
-                total += float(m.group(1)) * _DURATION_UNITS[unit]
-                pos = m.end()
-                parts += 1
-            if parts == 0:
-                raise ValueError(f"{name}={value!r}: not a duration; {fix}")
-            if abs(total - round(total)) > 1e-6:
-                raise ValueError(f"{name}={value!r}: must be a whole number of milliseconds")
-            ms = int(round(total))
-    else:
-        raise ValueError(
-            f"{name}={value!r}: expected a duration string ({fix}), a timedelta or an int of ms"
-        )
-    if ms < 0:
-        raise ValueError(f"{name}={value!r}: must not be negative")
-    return ms
 
 
 def parse_time_ms(value: Any, *, name: str = "start") -> int:
@@ -384,7 +301,7 @@ class Generator(Source):
         )
         self.seed, self.limit, self.rate = common.seed, common.limit, common.rate
         self.start_ms, self.max_per_read = common.start_ms, common.max_per_read
-        self.out_of_order_ms = parse_duration(out_of_order, name="out_of_order")
+        self.out_of_order_ms = parse_duration(out_of_order, "Generator(out_of_order)")
         if (
             isinstance(late_fraction, bool)
             or not isinstance(late_fraction, (int, float, np.floating, np.integer))
@@ -395,7 +312,7 @@ class Generator(Source):
                 "e.g. late_fraction=0.01 injects about 1 % of the events late"
             )
         self.late_fraction = float(late_fraction)
-        self.late_by_ms = parse_duration(late_by, name="late_by")
+        self.late_by_ms = parse_duration(late_by, "Generator(late_by)")
         self.late_warmup = check_int(
             "late_warmup", late_warmup, 1, "pass the number of events before the first late one"
         )

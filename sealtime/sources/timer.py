@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..durations import parse_duration
 from .base import ClockedReader, ReadBatch, Source, SourceReader
 
 __all__ = ["GAP_POLICIES", "ClockedSource", "HandOverReader", "TimeReset", "Timer"]
@@ -103,7 +104,6 @@ class Timer(ClockedSource):
     """
 
     def __init__(self, every: str | int, offset: str | int = 0, gap: str = "fire_once") -> None:
-        from ..dataflow.durations import parse_duration
 
         self.every = parse_duration(every, "Timer(every)")
         if self.every < 1:

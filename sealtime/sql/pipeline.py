@@ -44,6 +44,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from ..durations import parse_duration
 from .errors import SqlError
 from .statements import (
     CreateSink,
@@ -120,7 +121,6 @@ class Pipeline:
         return stmt.kind
 
     def _create_source(self, cs: CreateSource) -> None:
-        from ..dataflow.durations import parse_duration
 
         stmt = cs.statement
         opts = dict(cs.options)

@@ -17,7 +17,6 @@ from sealtime.sources.generator import (
     FIRST_AUCTION_ID,
     FIRST_PERSON_ID,
     Generator,
-    parse_duration,
     parse_time_ms,
 )
 from tests.conftest import examples
@@ -358,7 +357,8 @@ def test_pace_default_clock_releases_past_events():
     ],
 )
 def test_bad_parameters_name_the_parameter(kwargs, name):
-    with pytest.raises(ValueError, match=rf"\b{name}="):
+    # "Generator(rate=0): ..." or, for durations, "Generator(out_of_order)='-1s' ..."
+    with pytest.raises(ValueError, match=rf"\b{name}\)?="):
         Generator(**kwargs)
 
 
@@ -374,39 +374,6 @@ def test_bad_positions():
 
 def test_late_by_not_checked_without_injection():
     assert Generator(out_of_order="1m", late_by="30s").late_by_ms == 30_000
-
-
-@pytest.mark.parametrize(
-    ("value", "ms"),
-    [
-        (0, 0),
-        (250, 250),
-        ("0", 0),
-        ("0s", 0),
-        ("500ms", 500),
-        ("2s", 2000),
-        ("1.5s", 1500),
-        ("1m", 60_000),
-        ("2min", 120_000),
-        ("1h", 3_600_000),
-        ("1d", 86_400_000),
-        ("1m30s", 90_000),
-        (" 10 seconds ", 10_000),
-        ("4 SECONDS", 4000),
-        (timedelta(seconds=3), 3000),
-        (np.int64(7), 7),
-    ],
-)
-def test_parse_duration(value, ms):
-    assert parse_duration(value) == ms
-
-
-@pytest.mark.parametrize(
-    "value", ["", "s", "2x", "1.5ms", "-1s", -5, 1.5, True, None, timedelta(microseconds=10)]
-)
-def test_parse_duration_errors(value):
-    with pytest.raises(ValueError, match="^late_by="):
-        parse_duration(value, name="late_by")
 
 
 def test_parse_time_ms():
