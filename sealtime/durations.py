@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 from numbers import Integral
 from typing import Any
 
@@ -58,8 +59,7 @@ def parse_duration(value: Any, setting: str = "duration") -> int:
     if isinstance(value, Integral):
         ms = int(value)
     elif isinstance(value, timedelta):
-        us = value // timedelta(microseconds=1)
-        ms = _whole_ms(us / 1000 if us % 1000 else us // 1000, value, setting)
+        ms = _whole_ms(Decimal(value // timedelta(microseconds=1)) / 1000, value, setting)
     elif isinstance(value, str):
         ms = _parse_text(value, setting)
     else:
@@ -76,7 +76,7 @@ def _parse_text(value: str, setting: str) -> int:
         sign, text = -1, text[1:]
     if text.isdigit():
         return sign * int(text)  # a bare number: milliseconds, like the int form
-    pos, total = 0, 0.0
+    pos, total = 0, Decimal(0)
     while pos < len(text):
         part = _PART.match(text, pos)
         if part is None:
@@ -87,15 +87,14 @@ def _parse_text(value: str, setting: str) -> int:
                 f"{setting}={value!r} is not a duration: unknown unit {part.group(2)!r} "
                 f"(use ms, s, m, h or d); {_FIX}"
             )
-        total += float(part.group(1)) * _MS_PER_UNIT[unit]
+        total += Decimal(part.group(1)) * _MS_PER_UNIT[unit]  # exact: no float rounding
         pos = part.end()
     if pos == 0 or pos < len(text):
         raise ConfigError(f"{setting}={value!r} is not a duration: {_FIX}")
     return sign * _whole_ms(total, value, setting)
 
 
-def _whole_ms(ms: float, value: Any, setting: str) -> int:
-    whole = round(ms)
-    if abs(ms - whole) > 1e-6:  # a float sum of parts ("0.1s") is within this of whole ms
+def _whole_ms(ms: Decimal, value: Any, setting: str) -> int:
+    if ms != ms.to_integral_value():
         raise ConfigError(f"{setting}={value!r} is not a whole number of milliseconds: {_FIX}")
-    return int(whole)
+    return int(ms)

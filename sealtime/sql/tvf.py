@@ -9,7 +9,8 @@
 
 Either form ``FROM TUMBLE(...)`` or ``FROM TABLE(TUMBLE(...))`` is accepted. Sizes are
 ``INTERVAL '10' SECOND`` (units MILLISECOND, SECOND, MINUTE, HOUR, DAY, singular or
-plural) or ``INTERVAL '10 seconds'``. The result has the table's columns plus
+plural) or ``INTERVAL '1 minute 30 seconds'``: the grammar of every duration setting
+(`sealtime.durations`). The result has the table's columns plus
 ``window_start`` and ``window_end``: ``bigint`` milliseconds of logical time, the end
 exclusive (``timestamp_millis(window_start)`` gives a timestamp).
 
@@ -29,24 +30,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
-from ..dataflow.windows import Session, Sliding, Tumbling, WindowSpec
+from ..durations import parse_duration
+from ..errors import ConfigError
+from ..plan.windows import Session, Sliding, Tumbling, WindowSpec
 from .errors import SqlError
 from .parse import Parsed
 
 __all__ = ["WindowCall", "interval_ms", "window_call"]
 
-_UNITS = {
-    "MILLISECOND": 1,
-    "SECOND": 1000,
-    "MINUTE": 60_000,
-    "HOUR": 3_600_000,
-    "DAY": 86_400_000,
-}
-_TEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
+_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 _HINTS = {
     "TUMBLE": "collection.window(st.Tumbling(size))",
     "HOP": "collection.window(st.Sliding(size, slide))",
@@ -67,13 +62,6 @@ class WindowCall:
     #: SESSION's PARTITION BY columns (empty otherwise)
     partition: list[exp.Column]
     node: exp.Expr
-
-
-def _unit_ms(unit: str) -> int | None:
-    u = unit.upper()
-    if u.endswith("S") and u[:-1] in _UNITS:
-        u = u[:-1]
-    return _UNITS.get(u)
 
 
 def interval_ms(node: exp.Expr, parsed: Parsed, what: str) -> int:
@@ -98,24 +86,21 @@ def interval_ms(node: exp.Expr, parsed: Parsed, what: str) -> int:
     unit = node.args.get("unit")
     if not isinstance(value, exp.Literal):
         raise bad
-    text = str(value.this)
-    if unit is None:
-        m = _TEXT.match(text)
-        if not m:
+    text = str(value.this).strip()
+    if unit is not None:  # INTERVAL '10' SECOND: the number, then the unit
+        name = unit.name if isinstance(unit, (exp.Var, exp.Identifier)) else unit.sql()
+        if not _NUMBER.fullmatch(text):
             raise bad
-        text, unit_name = m.group(1), m.group(2)
-    else:
-        unit_name = unit.name if isinstance(unit, (exp.Var, exp.Identifier)) else unit.sql()
-    ms = _unit_ms(unit_name)
-    if ms is None:
+        text = f"{text} {name}"
+    elif _NUMBER.fullmatch(text):  # INTERVAL '10' alone: no unit, not milliseconds
         raise bad
     try:
-        amount = Decimal(text.strip()) * ms
-    except InvalidOperation:
+        ms = parse_duration(text, f"window {what}")
+    except ConfigError:
         raise bad from None
-    if amount <= 0 or amount != amount.to_integral_value():
+    if ms <= 0:
         raise bad
-    return int(amount)
+    return ms
 
 
 def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:

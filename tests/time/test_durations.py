@@ -84,3 +84,10 @@ def test_compound_is_the_sum_of_its_parts(items, sep, upper):
 def test_int_string_and_timedelta_forms_agree(ms):
     assert parse_duration(ms) == parse_duration(str(ms)) == ms
     assert parse_duration(timedelta(milliseconds=ms)) == ms
+
+
+@given(st.integers(0, 10**9), st.integers(0, 999))
+def test_decimal_seconds_are_exact(whole, millis):
+    assert parse_duration(f"{whole}.{millis:03d}s") == whole * 1000 + millis
+    with pytest.raises(ConfigError, match="not a whole number of milliseconds"):
+        parse_duration(f"{whole}.{millis:03d}1s")
