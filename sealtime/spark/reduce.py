@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..dataflow.aggregates import Aggregate
+from ..plan.aggregates import Aggregate
 from .frames import CNT
 from .plans import GroupedAggregation, Projection
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..dataflow.windows import Sliding, Tumbling, WindowSpec
+from ..plan.windows import Sliding, Tumbling, WindowSpec
 from .frames import TIME
 from .plans import Projection
 

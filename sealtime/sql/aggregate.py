@@ -32,7 +32,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from ..dataflow import aggregates as A
+from ..plan import aggregates as A
 from .expressions import check_scalar, compile_expr, function_name, quoted, spark_errors
 from .parse import Parsed
 from .relation import Field, Relation

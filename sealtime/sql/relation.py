@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..dataflow.collection import Collection
-from ..dataflow.windows import Session, WindowSpec
+from ..plan.windows import Session, WindowSpec
 from .errors import SqlError
 from .parse import Parsed
 
