@@ -11,17 +11,9 @@ from typing import Any
 
 from sealtime.progress.location import Location
 from sealtime.progress.reachability import Tracker
-from sealtime.time import Antichain
+from sealtime.time import Antichain, less_equal, less_than
 
 __all__ = ["Probe"]
-
-
-def _le(a: Any, b: Any) -> bool:
-    return a <= b if type(a) is int else a.less_equal(b)  # type: ignore[no-any-return]
-
-
-def _lt(a: Any, b: Any) -> bool:
-    return a < b if type(a) is int else a.less_than(b)  # type: ignore[no-any-return]
 
 
 class Probe:
@@ -79,7 +71,7 @@ class Probe:
         >>> Probe(t, Target(0, 0)).less_than(3), Probe(t, Target(0, 0)).less_than(4)
         (False, True)
         """
-        return any(_lt(f, time) for f in self._tracker._frontier_list(self._lid))
+        return any(less_than(f, time) for f in self._tracker._frontier_list(self._lid))
 
     def less_equal(self, time: Any) -> bool:
         """True if some frontier element is ≤ `time`: `time` may still appear here.
@@ -92,7 +84,7 @@ class Probe:
         >>> Probe(t, Target(0, 0)).less_equal(3), Probe(t, Target(0, 0)).less_equal(2)
         (True, False)
         """
-        return any(_le(f, time) for f in self._tracker._frontier_list(self._lid))
+        return any(less_equal(f, time) for f in self._tracker._frontier_list(self._lid))
 
     def done(self) -> bool:
         """True if the frontier is empty: no time will ever appear here again.

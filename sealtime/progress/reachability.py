@@ -34,21 +34,13 @@ from typing import Any
 from sealtime.progress.capability import Capability
 from sealtime.progress.graph import Graph
 from sealtime.progress.location import Location, Source, Target
-from sealtime.time import Antichain, ChangeBatch, MutableAntichain, sort_key
+from sealtime.time import Antichain, ChangeBatch, MutableAntichain, less_equal, less_than, sort_key
 
 __all__ = ["Tracker"]
 
 # One propagated step: (successor location id, summary function or None for identity,
 # the successor's cyclic-component head or -1 if it is acyclic).
 _Step = tuple[int, Callable[[Any], Any] | None, int]
-
-
-def _le(a: Any, b: Any) -> bool:
-    return a <= b if type(a) is int else a.less_equal(b)  # type: ignore[no-any-return]
-
-
-def _lt(a: Any, b: Any) -> bool:
-    return a < b if type(a) is int else a.less_than(b)  # type: ignore[no-any-return]
 
 
 class Tracker:
@@ -499,10 +491,10 @@ class Tracker:
 def _may_change(frontier: list[Any], t: Any, d: int) -> bool:
     """Could a count change of `d` at `t` change this frontier? (partial orders)"""
     for f in frontier:
-        if _lt(f, t):
+        if less_than(f, t):
             return False  # strictly beyond the frontier: never visible
     # A decrement at a time not ≥ the frontier hits a non-positive count.
-    return d > 0 or any(_le(f, t) for f in frontier)
+    return d > 0 or any(less_equal(f, t) for f in frontier)
 
 
 def _refrontier(
@@ -517,9 +509,9 @@ def _refrontier(
     else:
         new = []
         for t in positive:
-            if any(_le(e, t) for e in new):
+            if any(less_equal(e, t) for e in new):
                 continue
-            new = [e for e in new if not _le(t, e)]
+            new = [e for e in new if not less_equal(t, e)]
             new.append(t)
     fronts[lid] = new
     if len(old) == 1 and len(new) == 1:

@@ -7,23 +7,14 @@ says "no time will ever come again" — the stream is finished.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sealtime.time.lattice import join as _join
-from sealtime.time.order import sorted_times
+from sealtime.time.order import less_equal, less_than, sorted_times
 
 __all__ = ["Antichain"]
 
 T = TypeVar("T")
-
-
-def _le(a: Any, b: Any) -> bool:
-    # Inlined `order.less_equal`: this is the hot loop of every frontier operation.
-    return a <= b if type(a) is int else a.less_equal(b)  # type: ignore[no-any-return]
-
-
-def _lt(a: Any, b: Any) -> bool:
-    return a < b if type(a) is int else a.less_than(b)  # type: ignore[no-any-return]
 
 
 class Antichain(Generic[T]):
@@ -101,9 +92,9 @@ class Antichain(Generic[T]):
             elements.append(t)
         else:
             for e in elements:
-                if _le(e, t):
+                if less_equal(e, t):
                     return False
-            elements[:] = [e for e in elements if not _le(t, e)]
+            elements[:] = [e for e in elements if not less_equal(t, e)]
             elements.append(t)
         self._sorted = None
         return True
@@ -147,7 +138,7 @@ class Antichain(Generic[T]):
         >>> a.less_than(3), a.less_than(2), a.less_than(1)
         (True, False, False)
         """
-        return any(_lt(e, t) for e in self._elements)
+        return any(less_than(e, t) for e in self._elements)
 
     def less_equal(self, t: T) -> bool:
         """True if some element is ≤ `t` (i.e. `t` may still occur in the future).
@@ -156,7 +147,7 @@ class Antichain(Generic[T]):
         >>> a.less_equal(3), a.less_equal(2), a.less_equal(1)
         (True, True, False)
         """
-        return any(_le(e, t) for e in self._elements)
+        return any(less_equal(e, t) for e in self._elements)
 
     def less_equal_antichain(self, other: Antichain[T]) -> bool:
         """Frontier order: every element of `other` is ≥ some element of `self`.
@@ -169,7 +160,7 @@ class Antichain(Generic[T]):
         False
         """
         mine = self._elements
-        return all(any(_le(a, b) for a in mine) for b in other._elements)
+        return all(any(less_equal(a, b) for a in mine) for b in other._elements)
 
     def __le__(self, other: object) -> bool:
         if not isinstance(other, Antichain):

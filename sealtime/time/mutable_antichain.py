@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sealtime.time.antichain import Antichain
-from sealtime.time.order import sorted_times
+from sealtime.time.order import less_equal, less_than, sorted_times
 
 __all__ = ["MutableAntichain"]
 
 T = TypeVar("T")
-
-
-def _le(a: Any, b: Any) -> bool:
-    return a <= b if type(a) is int else a.less_equal(b)  # type: ignore[no-any-return]
-
-
-def _lt(a: Any, b: Any) -> bool:
-    return a < b if type(a) is int else a.less_than(b)  # type: ignore[no-any-return]
 
 
 class MutableAntichain(Generic[T]):
@@ -227,7 +219,7 @@ class MutableAntichain(Generic[T]):
         >>> m = MutableAntichain.new_bottom(1); m.less_than(2), m.less_than(1)
         (True, False)
         """
-        return any(_lt(f, t) for f in self._frontier)
+        return any(less_than(f, t) for f in self._frontier)
 
     def less_equal(self, t: T) -> bool:
         """True if some frontier element is ≤ `t`.
@@ -235,7 +227,7 @@ class MutableAntichain(Generic[T]):
         >>> m = MutableAntichain.new_bottom(1); m.less_equal(1), m.less_equal(0)
         (True, False)
         """
-        return any(_le(f, t) for f in self._frontier)
+        return any(less_equal(f, t) for f in self._frontier)
 
     def is_empty(self) -> bool:
         """True if no time has a positive count (the frontier is empty).
