@@ -5,13 +5,35 @@ all of them, and also from the built-in exception it replaces (``ValueError``,
 ``RuntimeError``), so code written against those keeps working. Each message names
 what is wrong and how to fix it.
 
-| class | the mistake |
-|---|---|
-| `ConfigError` | a setting of a dataflow, source or sink (names the setting and a valid value) |
-| `PlanError` | the graph built with the API or SQL (two dataflows mixed, a sink owned twice) |
-| `SchemaError` | columns and types (a missing column, ``sum`` over strings, a file whose types differ) |
-| `PlanChangedError` | a data dir resumed or replayed by a dataflow whose plan differs from the one that wrote it |
-| `StorageError` / `ReadBelowSinceError` | durable state (a read of times compacted away) |
+| class | the mistake | also a |
+|---|---|---|
+| `ConfigError` | a setting of a dataflow, source or sink (names the setting and a valid value) | `ValueError` |
+| `PlanError` | the graph built with the API or SQL (two dataflows mixed, a sink owned twice) | `ValueError` |
+| `SchemaError` | columns and types (a missing column, ``sum`` over strings, a file whose types differ) | `ValueError`, `TypeError` |
+| `PlanChangedError` | a data dir resumed or replayed by a dataflow whose plan differs from the one that wrote it | `RuntimeError` |
+| `StorageError` / `ReadBelowSinceError` | durable state (a read of times compacted away) | |
+| `MetadataStoreError` | the metadata store (a bad URL, an unreachable server, a write lock held too long) | `RuntimeError` |
+| `DataDirOwnedError` / `FencedError` | a second writer of a data dir (refused: it names the owner) / an owner that lost its data dir to a newer one (fenced) | |
+| `WriterConflictError` | an exactly-once output moved under its writer (someone else writes there) | `RuntimeError` |
+| `StoredFormatError` | durable state written by a newer sealtime | `ValueError` |
+| `NotFoundError` | a name that is not there (a topic not in the catalog, an unknown view); lists those that are | `KeyError` |
+| `StateError` | a call the object's state does not allow (a closed publisher, a view defined after ``run()``); names what must come first | `RuntimeError` |
+| `InternalError` | not a user's mistake: an invariant of sealtime broke (a bug; please report it) | `RuntimeError` |
+
+Errors of one package derive from these where they are defined:
+`sealtime.progress.GraphError` (`PlanError`; `CycleError` below it),
+`sealtime.progress.CapabilityError` (`StateError`; `DowngradeError` is also a `ValueError`),
+`sealtime.pubsub.ProtocolError` (a peer sent something that is not the protocol),
+`sealtime.pubsub.SubscribeError` (`SealtimeError`, `ConnectionError`),
+`sealtime.sources.base.BrokerFailed` (a broker source failed for good; `RuntimeError`),
+`sealtime.sql.SqlError` (`PlanError`, with the statement's line and column),
+`sealtime.storage` shard, metadata and file-system errors (`StorageError`).
+
+Kept standard, on purpose: a ``TypeError`` for an argument of the wrong Python type
+given to a low-level API (`sealtime.time`, `sealtime.progress`, `sealtime.kernels`,
+the pub-sub codec), as the standard library does; and `sealtime.time`'s one
+``ValueError`` (`Antichain.as_option` of a wider antichain): `sealtime.time` is the
+floor below this module and imports nothing from sealtime.
 
 >>> try:
 ...     raise ConfigError("Dataflow(tick='x'): not a duration; use e.g. tick='1s'")
@@ -24,12 +46,18 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DataDirOwnedError",
+    "FencedError",
+    "MetadataStoreError",
     "PlanChangedError",
     "PlanError",
     "ReadBelowSinceError",
+    "RunError",
     "SchemaError",
     "SealtimeError",
     "StorageError",
+    "StoredFormatError",
+    "WriterConflictError",
 ]
 
 
@@ -56,8 +84,62 @@ class PlanChangedError(SealtimeError, RuntimeError):
     message names the first difference); resuming would mix two computations."""
 
 
+class RunError(SealtimeError, RuntimeError):
+    """A run cannot go on as asked: a finished replay asked for more ticks, a dataflow
+    asked to run that cannot (the message says what to run instead)."""
+
+
+class NotFoundError(SealtimeError, KeyError):
+    """A name that is not there: a topic not in the catalog, a source or view not
+    defined. The message lists the names that are (shown as written, unlike a plain
+    ``KeyError``, which quotes its message).
+
+    >>> str(NotFoundError("topic 'x' is not in the catalog (known: ['y'])"))
+    "topic 'x' is not in the catalog (known: ['y'])"
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class StateError(SealtimeError, RuntimeError):
+    """A call the object's state does not allow (a closed publisher, a view defined
+    after the first ``run()``): the message names what must come first."""
+
+
+class InternalError(SealtimeError, RuntimeError):
+    """Not a user's mistake: an invariant of sealtime broke. The message says which;
+    it is a bug, please report it."""
+
+
 class StorageError(SealtimeError):
     """Base class of errors of durable state (shards, logs, the metadata store)."""
+
+
+class MetadataStoreError(StorageError, RuntimeError):
+    """The metadata store could not be opened or used; the message names the setting and
+    the fix. (Also a ``RuntimeError``, which it was before it joined `StorageError`.)"""
+
+
+class DataDirOwnedError(StorageError):
+    """Another live process owns the data dir (one writer at a time,
+    `sealtime.storage.ownership`): the message names it (host, pid, since when) and what
+    to do — stop it, wait for its lease to expire, or take over."""
+
+
+class FencedError(StorageError):
+    """A newer owner took over the data dir (a higher epoch): this process was fenced, and
+    every write it attempts in the metadata store fails with this error."""
+
+
+class WriterConflictError(StorageError, RuntimeError):
+    """An exactly-once output moved under its writer (a sink's upper is not where the
+    dataflow left it): another writer, outside this dataflow's ownership, writes there."""
+
+
+class StoredFormatError(StorageError, ValueError):
+    """Durable state (a binding, a checkpoint) holds keys this version does not know: it
+    was written by a newer sealtime."""
 
 
 class ReadBelowSinceError(StorageError):

@@ -1,6 +1,7 @@
 """Progress tracking: graph of ports, path summaries, reachability, capabilities.
 
-Timely dataflow's progress machinery in pure Python (imports only `sealtime.time`):
+Timely dataflow's progress machinery in pure Python (imports only `sealtime.time` and
+`sealtime.errors`):
 
 * `Source`/`Target` — output and input ports (`location`);
 * `Identity`, `Add`, `ProductSummary` — path summaries (`summary`);

@@ -19,6 +19,7 @@ import contextlib
 import warnings
 from typing import Any, Generic, TypeVar
 
+from sealtime.errors import StateError
 from sealtime.progress.location import Source
 from sealtime.time import ChangeBatch, less_equal
 
@@ -27,8 +28,9 @@ __all__ = ["Capability", "CapabilityError", "DowngradeError"]
 T = TypeVar("T")
 
 
-class CapabilityError(RuntimeError):
-    """A capability was misused: used or dropped after it was dropped.
+class CapabilityError(StateError):
+    """A capability was misused: used or dropped after it was dropped (a `StateError`,
+    so also a ``RuntimeError``).
 
     >>> cap = Capability(3, ChangeBatch()); cap.drop(); cap.drop()
     Traceback (most recent call last):

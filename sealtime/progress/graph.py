@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from sealtime.errors import PlanError
 from sealtime.progress.location import Location, Source, Target
 from sealtime.progress.summary import Identity, PathSummary
 from sealtime.time import Antichain
@@ -32,8 +33,9 @@ __all__ = ["CycleError", "Graph", "GraphBuilder", "GraphError", "SummaryLike"]
 SummaryLike = PathSummary | Antichain | Iterable[PathSummary] | None
 
 
-class GraphError(ValueError):
-    """The graph description is invalid (unknown node, bad port, bad summary, ...).
+class GraphError(PlanError):
+    """The graph description is invalid (unknown node, bad port, bad summary, ...); a
+    `PlanError` (so also a ``ValueError``).
 
     >>> b = GraphBuilder(); b.add_node(0, 0, 1); b.add_edge(Source(0, 0), Target(7, 0))
     >>> b.build()

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
+from sealtime.errors import InternalError
 from sealtime.progress.capability import Capability
 from sealtime.progress.graph import Graph
 from sealtime.progress.location import Location, Source, Target
@@ -476,8 +477,10 @@ class Tracker:
     def _id(self, location: Location) -> int:
         lid = self._ids.get(location)
         if lid is None:
-            self._graph.check_location(location)
-            raise AssertionError("unreachable")  # pragma: no cover
+            self._graph.check_location(location)  # raises: every port of the graph has an id
+            raise InternalError(
+                f"{location!r} is a port of the graph without an id"
+            )  # pragma: no cover
         return lid
 
     def _frontier_list(self, lid: int) -> list[Any]:
@@ -624,5 +627,5 @@ def _kahn(n: int, adj: list[list[int]]) -> list[int]:
             if indeg[w] == 0:
                 queue.append(w)
     if i != n:  # pragma: no cover - the builder rejects such graphs
-        raise AssertionError("cycle without a time-advancing summary reached the tracker")
+        raise InternalError("a cycle without a time-advancing summary reached the tracker")
     return pos

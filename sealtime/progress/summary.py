@@ -32,6 +32,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from sealtime.errors import PlanError
 from sealtime.time import Product
 
 __all__ = [
@@ -231,7 +232,7 @@ class Add(PathSummary):
     >>> Add(-1)
     Traceback (most recent call last):
     ...
-    ValueError: Add(n) needs n >= 0 (a path may delay a time, never move it back); got n=-1
+    sealtime.errors.PlanError: Add(n) needs n >= 0 (a path may delay a time, never move it back); got n=-1
     """
 
     __slots__ = ("n", "limit")
@@ -245,11 +246,11 @@ class Add(PathSummary):
         if type(limit) is not int:
             raise TypeError(f"Add(limit=...) needs an int, got {limit!r}")
         if n < 0:
-            raise ValueError(
+            raise PlanError(
                 f"Add(n) needs n >= 0 (a path may delay a time, never move it back); got n={n}"
             )
         if not (limit - n >= INT64_MIN and limit <= INT64_MAX):
-            raise ValueError(
+            raise PlanError(
                 f"Add({n}, limit={limit}): limit must be an int64 and leave room for some "
                 f"int64 time t with t + {n} <= limit"
             )
@@ -364,7 +365,7 @@ class RoundUp(_ByValue):
     >>> RoundUp(0)
     Traceback (most recent call last):
     ...
-    ValueError: RoundUp(g) needs an int g >= 1; got 0
+    sealtime.errors.PlanError: RoundUp(g) needs an int g >= 1; got 0
     """
 
     __slots__ = ("g",)
@@ -373,7 +374,7 @@ class RoundUp(_ByValue):
 
     def __init__(self, g: int) -> None:
         if type(g) is not int or g < 1:
-            raise ValueError(f"RoundUp(g) needs an int g >= 1; got {g!r}")
+            raise PlanError(f"RoundUp(g) needs an int g >= 1; got {g!r}")
         object.__setattr__(self, "g", g)
 
     def __setattr__(self, name: str, value: Any) -> None:
