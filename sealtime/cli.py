@@ -87,7 +87,7 @@ def demo(args: argparse.Namespace) -> int:
     from sealtime.ui import TickProgress
 
     if getattr(args, "ui", None):
-        from sealtime.ui import parse_address
+        from sealtime.pubsub import parse_address
 
         print(f"web view: {flow.serve_ui(*parse_address(args.ui)).url}", flush=True)
     started = time.time()

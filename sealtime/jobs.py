@@ -66,7 +66,7 @@ def run_job(
     `ui` (``"[HOST:]PORT"``) serves the live web view while it runs (`sealtime.ui`)."""
     flow = load_job(spec)(data_dir)
     if ui:
-        from .ui import parse_address
+        from .pubsub import parse_address
 
         server = flow.serve_ui(*parse_address(ui))
         if out is not None:

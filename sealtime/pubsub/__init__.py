@@ -9,6 +9,8 @@
   (through a catalog mapping/lookup) or by address(es).
 * `subscribe_view(address, resume_from=None)`: view mode against a publisher with a
   `HistoryProvider` (`InMemoryHistory`): `Snapshot`, then updates per time, resumable.
+* `parse_address`: ``"[HOST:]PORT"`` or ``(host, port)``, the address grammar of every
+  setting that takes one.
 * `sealtime.pubsub.protocol`: frames, messages, time encoding.
 * `sealtime.pubsub.catalog`: the catalog of publications (metadata store, served as a
   view; `open_catalog`, `subscribe_catalog`); `sealtime.pubsub.durable.ShardHistory`:
@@ -40,6 +42,7 @@ from sealtime.pubsub.subscriber import (
     Snapshot,
     SubscribeError,
     Subscription,
+    parse_address,
     subscribe,
     subscribe_group,
     subscribe_stream,
@@ -67,6 +70,7 @@ __all__ = [
     "merge_lowers",
     "merge_uppers",
     "open_catalog",
+    "parse_address",
     "subscribe",
     "subscribe_catalog",
     "subscribe_group",

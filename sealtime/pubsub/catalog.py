@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sealtime.errors import ConfigError, NotFoundError
 from sealtime.pubsub.history import DIFF, InMemoryHistory
 from sealtime.pubsub.publisher import Publisher
 from sealtime.pubsub.subscriber import (
@@ -174,7 +175,7 @@ def _lookup(entries: list[CatalogEntry], name: str) -> list[str]:
     found = [e for e in entries if e.name == name]
     if not found:
         known = sorted({e.name for e in entries})
-        raise KeyError(f"topic {name!r} is not in the catalog (known: {known})")
+        raise NotFoundError(f"topic {name!r} is not in the catalog (known: {known})")
     return [e.address for e in sorted(found, key=lambda e: e.partition)]
 
 
@@ -185,11 +186,11 @@ class _Reader:
         raise NotImplementedError
 
     def lookup(self, name: str) -> list[str]:
-        """The addresses of `name`'s partitions, in partition order (KeyError if unknown)."""
+        """The addresses of `name`'s partitions, in partition order (`NotFoundError`, a ``KeyError``, if unknown)."""
         return _lookup(self.entries(), name)
 
     def entry(self, name: str) -> list[CatalogEntry]:
-        """The catalog rows of `name`, in partition order (KeyError if unknown)."""
+        """The catalog rows of `name`, in partition order (`NotFoundError`, a ``KeyError``, if unknown)."""
         entries = self.entries()
         found = sorted((e for e in entries if e.name == name), key=lambda e: e.partition)
         if not found:
@@ -220,15 +221,17 @@ class Catalog(_Reader):
     ) -> None:
         """Record publication `name`: one row per partition address."""
         if name == CATALOG_TOPIC:
-            raise ValueError(f"publish({name!r}): the name is reserved for the catalog itself")
+            raise ConfigError(
+                f"publish({name!r}): the name is reserved for the catalog itself; pick another"
+            )
         if mode not in ("stream", "view"):
-            raise ValueError(f"mode must be 'stream' or 'view', not {mode!r}")
+            raise ConfigError(f"mode must be 'stream' or 'view', not {mode!r}")
         text = schema_to_text(schema)
         with self.store.transaction() as tx:
             owners = tx.query(f"SELECT DISTINCT dataflow FROM {_TABLE} WHERE name = ?", (name,))
             others = sorted(str(r[0]) for r in owners if r[0] != dataflow)
             if others:
-                raise ValueError(
+                raise ConfigError(
                     f"publish({name!r}): the name is published by dataflow {others[0]!r} in "
                     f"this metadata store; pick another name or unpublish it there"
                 )
@@ -357,7 +360,7 @@ def open_catalog(catalog: Any) -> Any:
     >>> open_catalog("no/such/dir")
     Traceback (most recent call last):
     ...
-    ValueError: catalog='no/such/dir' is neither an existing data dir or SQLite file, nor 'host:port', nor a postgresql:// URL
+    sealtime.errors.ConfigError: catalog='no/such/dir' is neither an existing data dir or SQLite file, nor 'host:port', nor a postgresql:// URL
     """
     if hasattr(catalog, "lookup") or isinstance(catalog, dict):
         return catalog
@@ -373,8 +376,8 @@ def open_catalog(catalog: Any) -> Any:
         return SqliteCatalog(text)
     try:
         parse_address(text)
-    except ValueError:
-        raise ValueError(
+    except ConfigError:
+        raise ConfigError(
             f"catalog={text!r} is neither an existing data dir or SQLite file, nor "
             "'host:port', nor a postgresql:// URL"
         ) from None
@@ -398,7 +401,7 @@ def subscribe_catalog(
     if not isinstance(catalog, tuple) and os.path.exists(os.fspath(catalog)):
         servers = SqliteCatalog(catalog).servers()
         if len(servers) != 1:
-            raise ValueError(
+            raise ConfigError(
                 f"catalog={os.fspath(catalog)!r} records {len(servers)} catalog servers "
                 f"({sorted(servers)}); pass one 'host:port'"
             )

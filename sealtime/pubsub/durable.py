@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from sealtime.errors import InternalError, ReadBelowSinceError, StateError
 from sealtime.pubsub.history import DIFF, consolidate
 from sealtime.time import Antichain
 
@@ -57,7 +58,7 @@ __all__ = ["ShardHistory"]
 def _element(frontier: Antichain[Any]) -> int | None:
     elements = frontier.elements()
     if len(elements) > 1:  # pragma: no cover - shards are totally ordered
-        raise ValueError(f"a shard history needs totally ordered times, got {frontier!r}")
+        raise InternalError(f"a shard history needs totally ordered times, got {frontier!r}")
     return None if not elements else int(elements[0])
 
 
@@ -112,7 +113,10 @@ class ShardHistory:
         """
         sealed = self._sealed
         if sealed is not None and since >= sealed:
-            raise ValueError(f"compact({since}): must be below the sealed frontier {sealed}")
+            raise StateError(
+                f"compact({since}): must be below the sealed frontier {sealed} (snapshots as "
+                "of the lower frontier must stay possible)"
+            )
         self.shard.downgrade_since(since)
         self.shard.compact(grace_seconds=0)
 
@@ -151,7 +155,7 @@ class ShardHistory:
         if hi is None or hi > lower:
             since = self.shard.since
             if since is not None and hi is not None and hi - 1 < since:
-                raise ValueError(f"snapshot as of {as_of!r} is below since {since!r}")
+                raise ReadBelowSinceError(self.shard.name, since, hi - 1)
             tables.append(self._user(self._read(None, hi)))
         tables.extend(self._user(tb) for tb in mem)
         if not tables:

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sealtime.errors import StateError
 from sealtime.time import Antichain, sorted_times
 
 from ..columns import DIFF
@@ -122,7 +123,10 @@ class InMemoryHistory:
     def snapshot(self, as_of: Antichain[Any]) -> pa.Table:
         """Consolidated updates of the times not ≥ `as_of` (plus the compacted base)."""
         if self._since is not None and not self._since.less_equal_antichain(as_of):
-            raise ValueError(f"snapshot as of {as_of!r} is below since {self._since!r}")
+            raise StateError(
+                f"snapshot as of {as_of!r} is below since {self._since!r}: those times are "
+                "compacted; snapshot as of a frontier >= since"
+            )
         tables = [] if self._base is None else [self._base]
         for t in sorted_times(self._updates):
             if not as_of.less_equal(t):

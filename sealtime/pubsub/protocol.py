@@ -65,6 +65,7 @@ from typing import Any
 import msgpack
 import pyarrow as pa
 
+from sealtime.errors import SealtimeError
 from sealtime.time import Antichain, Product
 
 __all__ = [
@@ -112,7 +113,7 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can carry
 Time = Any  # int | Product (nested); kept loose because Product's components are Any
 
 
-class ProtocolError(Exception):
+class ProtocolError(SealtimeError):
     """The peer sent something that is not a valid frame or message.
 
     The message of the exception is the reason the connection is closed with.

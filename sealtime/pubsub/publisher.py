@@ -43,6 +43,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from sealtime.errors import ConfigError, SchemaError, SealtimeError, StateError
+from sealtime.progress.capability import DowngradeError
 from sealtime.pubsub.frontier import UpperFrontier
 from sealtime.pubsub.history import DIFF, HistoryProvider
 from sealtime.pubsub.protocol import (
@@ -86,7 +88,7 @@ class Disconnection:
     at: float = field(default_factory=_wallclock.time, compare=False)
 
 
-class _Refused(Exception):
+class _Refused(SealtimeError):
     """A subscriber's request cannot be served; the message is the Close reason."""
 
 
@@ -177,9 +179,14 @@ class Publisher:
         history: HistoryProvider | None = None,
     ) -> None:
         if max_queue < 1 or max_queue_bytes < 1:
-            raise ValueError("max_queue and max_queue_bytes must be positive")
+            raise ConfigError(
+                f"Publisher(max_queue={max_queue}, max_queue_bytes={max_queue_bytes}): both "
+                "must be >= 1 (a subscriber may lag by that many messages and bytes)"
+            )
         if max_frame_size < 64 * 1024:
-            raise ValueError(f"max_frame_size={max_frame_size} is too small (minimum 65536)")
+            raise ConfigError(
+                f"Publisher(max_frame_size={max_frame_size}): too small; use at least 65536"
+            )
         self.name = name
         self.partition = int(partition)
         self._host, self._port = host, port
@@ -227,7 +234,7 @@ class Publisher:
         if self._thread is not None:
             return self
         if self._closed:
-            raise RuntimeError("publisher is closed")
+            raise StateError(f"publisher {self.name!r} is closed; start a new Publisher")
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
             target=self._run_loop,
@@ -297,7 +304,7 @@ class Publisher:
     def address(self) -> tuple[str, int]:
         """`(host, port)` the server listens on (after `start`)."""
         if self._address is None:
-            raise RuntimeError("publisher not started: call start() first")
+            raise StateError(f"publisher {self.name!r} is not started: call start() first")
         return self._address
 
     @property
@@ -349,7 +356,7 @@ class Publisher:
         >>> pub.send(4, pa.table({"x": [1]}))
         Traceback (most recent call last):
         ...
-        ValueError: cannot send at time 4: it is complete (lower frontier Antichain([5]))
+        sealtime.progress.capability.DowngradeError: cannot send at time 4: it is complete (lower frontier Antichain([5]))
         """
         t = normalize_time(time)
         self._check_shape(t)
@@ -360,23 +367,23 @@ class Publisher:
         if self._history is not None and (
             DIFF not in table.column_names or table.schema.field(DIFF).type != pa.int64()
         ):
-            raise ValueError(
+            raise SchemaError(
                 f"a publisher with history publishes updates: add an int64 {DIFF!r} column"
             )
         schema = self._schema
         if schema is None:
             self._schema = schema = table.schema
         elif not table.schema.equals(schema, check_metadata=False):
-            raise ValueError(
+            raise SchemaError(
                 f"schema mismatch for publisher {self.name!r}:\n"
                 f"expected {schema}\ngot {table.schema}"
             )
         frames = self._data_frames(t, table) if self._subs else None
         with self._lock:
             if self._closed:
-                raise RuntimeError("publisher is closed")
+                raise StateError(f"publisher {self.name!r} is closed; start a new Publisher")
             if not self._lower.less_equal(t):
-                raise ValueError(
+                raise DowngradeError(
                     f"cannot send at time {t!r}: it is complete "
                     f"(lower frontier {self._lower.frontier()!r})"
                 )
@@ -395,7 +402,7 @@ class Publisher:
         """Apply `(time, diff)` changes to the lower frontier's counts (capabilities).
 
         Returns the changes of the frontier itself (what subscribers are sent). The
-        frontier may only advance; a change that would move it back raises ValueError and
+        frontier may only advance; a change that would move it back raises `DowngradeError` and
         is not applied.
 
         >>> pub = Publisher("doc", lower=[0])
@@ -404,21 +411,21 @@ class Publisher:
         >>> pub.update_lower([(1, 1)])
         Traceback (most recent call last):
         ...
-        ValueError: the lower frontier may only advance: Antichain([3]) -> Antichain([1])
+        sealtime.progress.capability.DowngradeError: the lower frontier may only advance: Antichain([3]) -> Antichain([1])
         """
         batch = [(normalize_time(t), int(d)) for t, d in changes]
         for t, _ in batch:
             self._check_shape(t)
         with self._lock:
             if self._closed:
-                raise RuntimeError("publisher is closed")
+                raise StateError(f"publisher {self.name!r} is closed; start a new Publisher")
             old = self._lower.frontier()
             delta = self._lower.update_iter(batch)
             if delta:
                 new = self._lower.frontier()
                 if not old.less_equal_antichain(new):
                     self._lower.update_iter([(t, -d) for t, d in batch])
-                    raise ValueError(f"the lower frontier may only advance: {old!r} -> {new!r}")
+                    raise DowngradeError(f"the lower frontier may only advance: {old!r} -> {new!r}")
                 self._publish_lower(delta, new)
             return delta
 
@@ -436,12 +443,12 @@ class Publisher:
             self._check_shape(t)
         with self._lock:
             if self._closed:
-                raise RuntimeError("publisher is closed")
+                raise StateError(f"publisher {self.name!r} is closed; start a new Publisher")
             old = self._lower.frontier()
             if new == old:
                 return []
             if not old.less_equal_antichain(new):
-                raise ValueError(f"the lower frontier may only advance: {old!r} -> {new!r}")
+                raise DowngradeError(f"the lower frontier may only advance: {old!r} -> {new!r}")
             changes = [(t, -c) for t, c in self._lower.updates()]
             changes.extend((t, 1) for t in new)
             delta = self._lower.update_iter(changes)
@@ -466,8 +473,9 @@ class Publisher:
             header = {"k": "data", "t": encode_time(t), "p": self.partition, "n": table.num_rows}
             return [encode_frame(header, payload)]
         if table.num_rows <= 1:
-            raise ValueError(
-                f"a single row of {len(payload)} bytes exceeds max_frame_size={self._max_frame_size}"
+            raise ConfigError(
+                f"Publisher(max_frame_size={self._max_frame_size}): a single row of "
+                f"{len(payload)} bytes does not fit in a frame; raise max_frame_size"
             )
         half = table.num_rows // 2
         return self._data_frames(t, table.slice(0, half)) + self._data_frames(t, table.slice(half))

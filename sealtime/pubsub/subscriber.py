@@ -51,6 +51,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sealtime.errors import ConfigError, NotFoundError, SealtimeError
 from sealtime.pubsub.frontier import covered_by, merge_uppers
 from sealtime.pubsub.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -88,6 +89,8 @@ __all__ = [
 ]
 
 Address = str | tuple[str, int]
+#: the host of an address that names none
+LOOPBACK = "127.0.0.1"
 _RECV_SIZE = 1024 * 1024
 
 
@@ -160,7 +163,7 @@ class Closed:
 Event = Data | Epoch | Progress | Snapshot | Closed
 
 
-class SubscribeError(ConnectionError):
+class SubscribeError(SealtimeError, ConnectionError):
     """Connecting or the handshake failed (refused, timed out, version mismatch, ...).
 
     >>> isinstance(SubscribeError("x"), ConnectionError)
@@ -168,19 +171,33 @@ class SubscribeError(ConnectionError):
     """
 
 
-def parse_address(address: Address) -> tuple[str, int]:
-    """`"host:port"`, `"[v6]:port"` or `(host, port)` → `(host, port)`.
+def parse_address(address: Address, setting: str = "address") -> tuple[str, int]:
+    """``"PORT"``, ``"HOST:PORT"``, ``"[IPv6]:PORT"`` or ``(host, port)`` as ``(host,
+    port)``: the one address grammar of sealtime (publishers, catalogs, the web view).
+    Without a host it is loopback; `setting` names the parameter in errors.
 
     >>> parse_address("127.0.0.1:7000"), parse_address(("localhost", 1)), parse_address("[::1]:9")
     (('127.0.0.1', 7000), ('localhost', 1), ('::1', 9))
+    >>> parse_address("8080"), parse_address("0.0.0.0:9000")
+    (('127.0.0.1', 8080), ('0.0.0.0', 9000))
+    >>> parse_address("web:x", "--ui")
+    Traceback (most recent call last):
+    ...
+    sealtime.errors.ConfigError: --ui='web:x' is not an address: give PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8080
     """
-    if isinstance(address, tuple):
-        host, port = address[0], address[1]
-        return str(host), int(port)
-    host, sep, port = str(address).rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"address {address!r} is not 'host:port'")
-    return host.strip("[]"), int(port)
+    if isinstance(address, tuple) and len(address) == 2:
+        host, port = str(address[0]), str(address[1])
+    else:
+        host, _, port = str(address).strip().rpartition(":")
+        host = host.strip("[]") or LOOPBACK
+    if not (port.isascii() and port.isdigit()):
+        raise ConfigError(
+            f"{setting}={address!r} is not an address: give PORT, HOST:PORT or [IPv6]:PORT, "
+            "e.g. 127.0.0.1:8080"
+        )
+    if int(port) > 65535:
+        raise ConfigError(f"{setting}={address!r}: the port must be in 0..65535")
+    return host, int(port)
 
 
 class _Conn:
@@ -238,15 +255,15 @@ class Subscription:
         resume: Iterable[Any] | None = None,
     ) -> None:
         if not addresses:
-            raise ValueError("subscribe to at least one address")
+            raise ConfigError("subscribe to at least one address (none were given)")
         if mode not in ("stream", "view"):
-            raise ValueError(f"mode must be 'stream' or 'view', not {mode!r}")
+            raise ConfigError(f"mode must be 'stream' or 'view', not {mode!r}")
         if mode == "view":
             if len(addresses) != 1:
-                raise ValueError("view subscriptions are per partition (one address)")
+                raise ConfigError("view subscriptions are per partition (one address)")
             filter, atomic = False, True  # history makes every epoch whole
         elif resume is not None:
-            raise ValueError("resume is for view subscriptions (stream mode keeps no history)")
+            raise ConfigError("resume is for view subscriptions (stream mode keeps no history)")
         self._mode = mode
         self._resume = None if resume is None else Antichain(normalize_time(t) for t in resume)
         self._awaiting_sync = mode == "view"  # first Progress after the history replay
@@ -381,12 +398,12 @@ class Subscription:
         hellos = [c.hello for c in self._conns if c.hello is not None]
         names = {h.name for h in hellos}
         if len(names) > 1:
-            raise ValueError(
+            raise ConfigError(
                 f"a group subscription needs partitions of one stream, got {sorted(names)}"
             )
         parts = [h.partition for h in hellos]
         if len(set(parts)) != len(parts):
-            raise ValueError(f"duplicate partitions in a group subscription: {parts}")
+            raise ConfigError(f"duplicate partitions in a group subscription: {parts}")
 
     # ------------------------------------------------------------------ receiving
 
@@ -726,7 +743,7 @@ def resolve_addresses(topic: Any, catalog: Any) -> list[Address]:
             return [topic]
         if isinstance(topic, list | tuple) and topic:
             return list(topic)
-        raise ValueError(
+        raise ConfigError(
             f"cannot resolve {topic!r}: pass a catalog, or an address 'host:port' "
             "or a list of partition addresses"
         )
@@ -741,7 +758,7 @@ def resolve_addresses(topic: Any, catalog: Any) -> list[Address]:
         found = lookup(topic)
     elif isinstance(catalog, dict):
         if topic not in catalog:
-            raise KeyError(f"topic {topic!r} is not in the catalog (known: {sorted(catalog)})")
+            raise NotFoundError(f"topic {topic!r} is not in the catalog (known: {sorted(catalog)})")
         found = catalog[topic]
     else:  # pragma: no cover - open_catalog returns one of the above
         raise TypeError(f"catalog {catalog!r} has no lookup(topic)")
@@ -779,17 +796,17 @@ def subscribe(
     >>> subscribe("prices", catalog={})
     Traceback (most recent call last):
     ...
-    KeyError: "topic 'prices' is not in the catalog (known: [])"
+    sealtime.errors.NotFoundError: topic 'prices' is not in the catalog (known: [])
     """
     addresses = resolve_addresses(topic, catalog)
     if mode == "view":
         if len(addresses) != 1:
-            raise ValueError("view subscriptions are per partition (one address)")
+            raise ConfigError("view subscriptions are per partition (one address)")
         return subscribe_view(addresses[0], resume_from, timeout=timeout, idle_timeout=idle_timeout)
     if mode != "stream":
-        raise ValueError(f"mode must be 'stream' or 'view', not {mode!r}")
+        raise ConfigError(f"mode must be 'stream' or 'view', not {mode!r}")
     if resume_from is not None:
-        raise ValueError("resume_from is for view subscriptions (stream mode keeps no history)")
+        raise ConfigError("resume_from is for view subscriptions (stream mode keeps no history)")
     return Subscription(
         addresses, filter=filter, atomic=atomic, timeout=timeout, idle_timeout=idle_timeout
     )

@@ -3,20 +3,17 @@
 * `Monitor` / `Snapshot` (`snapshot`): one immutable snapshot per tick, published by
   the engine; everything below reads only those (or the metadata store).
 * `serve_ui` / `UiServer` (`server`): the web page and ``/metrics``
-  (``flow.serve_ui()``, ``sealtime run|demo --ui HOST:PORT``).
+  (``flow.serve_ui()``, ``sealtime run|demo --ui HOST:PORT``; the address is read by
+  `sealtime.pubsub.parse_address`, the one address grammar).
 * `collect_status` / `format_status` (`status`): ``sealtime status --data-dir D``.
 * `TickProgress` (`progress`): rich progress bars and the demo's status line.
-
->>> from sealtime.ui import parse_address
->>> parse_address("9000")
-('127.0.0.1', 9000)
 """
 
 from __future__ import annotations
 
 from .metrics import SnapshotCollector, registry_for, render
 from .progress import TickProgress, fmt_time
-from .server import UiServer, parse_address, serve_ui
+from .server import UiServer, serve_ui
 from .snapshot import Monitor, Snapshot
 from .status import collect_status, format_status
 
@@ -29,7 +26,6 @@ __all__ = [
     "collect_status",
     "fmt_time",
     "format_status",
-    "parse_address",
     "registry_for",
     "render",
     "serve_ui",

@@ -25,38 +25,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InternalError
 from ..storage.fs import DataFS
 from .logs import latest_errors, latest_late
 from .metrics import registry_for, render
 from .snapshot import Monitor
 
-__all__ = ["UiServer", "build_app", "parse_address", "serve_ui"]
+__all__ = ["UiServer", "build_app", "serve_ui"]
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def parse_address(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
-    """``"PORT"``, ``"HOST:PORT"`` or ``"[v6]:PORT"`` as ``(host, port)``; loopback
-    unless a host is named.
-
-    >>> parse_address("8080"), parse_address("0.0.0.0:9000"), parse_address("[::1]:7")
-    (('127.0.0.1', 8080), ('0.0.0.0', 9000), ('::1', 7))
-    """
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = default_host, text
-    host = host.strip("[]") or default_host
-    try:
-        number = int(port)
-    except ValueError:
-        raise ValueError(f"--ui {text!r}: give PORT or HOST:PORT, e.g. 127.0.0.1:8080") from None
-    if not 0 <= number <= 65535:
-        raise ValueError(f"--ui {text!r}: port must be 0..65535")
-    return host, number
 
 
 class _StateSizes:
@@ -181,9 +161,9 @@ class UiServer:
             sock.bind((host, port))
         except OSError as exc:
             sock.close()
-            raise OSError(
-                f"serve_ui: cannot listen on {host}:{port}: {exc} (choose another port, "
-                "or 0 for a free one)"
+            raise ConfigError(
+                f"serve_ui(host={host!r}, port={port}): cannot listen there: {exc}; choose "
+                "another port, or 0 for a free one"
             ) from exc
         self.address: tuple[str, int] = sock.getsockname()[:2]
         config = uvicorn.Config(
@@ -205,7 +185,7 @@ class UiServer:
         deadline = time.monotonic() + 10
         while not self._server.started and self._thread.is_alive():
             if time.monotonic() > deadline:
-                raise RuntimeError("serve_ui: the web server did not start within 10 s")
+                raise InternalError("serve_ui: the web server did not start within 10 s")
             time.sleep(0.01)
         if host not in _LOOPBACK:
             log.warning("sealtime UI listens on %s: reachable from other machines", self.url)

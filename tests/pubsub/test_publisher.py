@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sealtime.errors import SchemaError, StateError
+from sealtime.progress import DowngradeError
 from sealtime.pubsub import (
     Closed,
     Data,
@@ -28,26 +30,26 @@ def test_send_validates_time_shape_and_schema():
     with pytest.raises(TypeError, match="unsupported time"):
         pub.send(1.5, ids_table([1]))
     pub.send(Product(np.int64(1), 2), ids_table([1]))  # numpy ints are normalized
-    with pytest.raises(ValueError, match="schema mismatch"):
+    with pytest.raises(SchemaError, match="schema mismatch"):
         pub.send(Product(1, 2), pa.Table.from_arrays([pa.array(["a"])], names=["id"]))
     with pytest.raises(TypeError, match="pyarrow Table"):
         pub.send(Product(1, 2), [1, 2])
     pub.advance_lower([Product(1, 0), Product(0, 3)])
-    with pytest.raises(ValueError, match="it is complete"):
+    with pytest.raises(DowngradeError, match="it is complete"):
         pub.send(Product(0, 2), ids_table([1]))
     pub.send(Product(0, 3), ids_table([1]))  # ≥ an element: still open
     assert pub.upper == Antichain([Product(1, 2), Product(0, 3)])
     pub.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(StateError, match="closed"):
         pub.send(Product(5, 5), ids_table([1]))
 
 
 def test_lower_frontier_only_advances():
     pub = Publisher("v", lower=[Product(0, 0)])
     pub.advance_lower([Product(2, 0)])
-    with pytest.raises(ValueError, match="only advance"):
+    with pytest.raises(DowngradeError, match="only advance"):
         pub.advance_lower([Product(1, 5)])
-    with pytest.raises(ValueError, match="only advance"):
+    with pytest.raises(DowngradeError, match="only advance"):
         pub.update_lower([(Product(0, 9), 1)])
     assert pub.lower == Antichain([Product(2, 0)])  # the failed update was not applied
 

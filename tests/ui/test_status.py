@@ -6,8 +6,6 @@ import json
 import shutil
 import tempfile
 
-import pytest
-
 import sealtime as st
 from sealtime.cli import main
 from tests.ui.conftest import BASE
@@ -63,10 +61,3 @@ def test_status_of_running_job(job, capsys):
 def test_status_without_store(tmp_path, capsys):
     assert main(["status", "--data-dir", str(tmp_path)]) == 1
     assert "no metadata store" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("text", ["8080", "127.0.0.1:0"])
-def test_parse_address_loopback(text):
-    from sealtime.ui import parse_address
-
-    assert parse_address(text)[0] == "127.0.0.1"
