@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import SealtimeError, StateError
+
 __all__ = [
     "BrokerFailed",
     "BrokerHealth",
@@ -39,16 +41,18 @@ __all__ = [
 class ReadBatch:
     """Rows read by one `SourceReader.read` call.
 
-    * `data`: the decoded rows (may have zero rows).
-    * `position`: source-native position *after* these rows (e.g. next offset); JSON-able.
-    * `exhausted`: the source will never produce more rows (its frontier becomes empty).
-    * `event_frontier`: optional event-time lower bound (ms) for all rows still to come.
-    * `errors`: rows that could not be decoded: columns `raw` (string) and `reason`.
+        * `data`: the decoded rows (may have zero rows).
+        * `position`: source-native position *after* these rows (e.g. next offset); JSON-able.
+        * `exhausted`: the source will never produce more rows (its frontier becomes empty).
+        * `event_frontier`: optional event-time lower bound (ms) for all rows still to come.
+        * `errors`: rows that could not be decoded: columns `raw` (string) and `reason`.
 
-    >>> import pyarrow as pa
-    >>> b = ReadBatch(pa.table({"x": [1, 2]}), position=2, exhausted=False)
-    >>> b.data.num_rows, b.position
-    (2, 2)
+        >>> import pyarrow as pa
+
+    from ..errors import SealtimeError, StateError
+        >>> b = ReadBatch(pa.table({"x": [1, 2]}), position=2, exhausted=False)
+        >>> b.data.num_rows, b.position
+        (2, 2)
     """
 
     data: pa.Table
@@ -61,17 +65,19 @@ class ReadBatch:
 @dataclass(frozen=True)
 class LinkedBatch(ReadBatch):
     """A `ReadBatch` from `LinkedReader.read_linked`: the rows are *ranges of immutable
-    Parquet files* instead of a table.
+        Parquet files* instead of a table.
 
-    * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
-      ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
-    * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
-      the same order, conformed to the declared types.
+        * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
+          ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
+        * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
+          the same order, conformed to the declared types.
 
-    >>> import pyarrow as pa
-    >>> b = LinkedBatch(pa.table({"t": [5, 6]}), position=2, links=(("/d/a.parquet", 0, 2, 9),))
-    >>> sum(end - first for _, first, end, _ in b.links)
-    2
+        >>> import pyarrow as pa
+
+    from ..errors import SealtimeError, StateError
+        >>> b = LinkedBatch(pa.table({"t": [5, 6]}), position=2, links=(("/d/a.parquet", 0, 2, 9),))
+        >>> sum(end - first for _, first, end, _ in b.links)
+        2
     """
 
     links: tuple[tuple[str, int, int, int], ...] = ()
@@ -139,7 +145,7 @@ class ClockedReader(SourceReader):
     """
 
     def read(self, max_rows: int | None = None) -> ReadBatch:
-        raise RuntimeError(
+        raise StateError(
             f"{type(self).__name__} fires on the logical clock: it is read with the tick's "
             "binding time (read_at); add its source to a Dataflow with flow.source(...)"
         )
@@ -193,9 +199,10 @@ class Source(ABC):
         return True
 
 
-class BrokerFailed(Exception):
+class BrokerFailed(SealtimeError, RuntimeError):
     """A permanent problem of a broker source (a missing stream, a key of another type,
-    an unusable configuration): its reader's health becomes ``failed: <message>``.
+    an unusable configuration, a stream subscription cut): its reader's health becomes
+    ``failed: <message>``, and its reads raise it.
 
     >>> def attempt():
     ...     raise BrokerFailed("stream 'S' not found")
@@ -215,7 +222,7 @@ class BrokerHealth:
       doubles after each failed attempt up to `max_retry_interval` (a success resets it);
     * ``"running"`` once set up (`running`);
     * ``"failed: <reason>"`` after a permanent problem (`BrokerFailed`, `fail`): final;
-      `check` (and so `connect`) raises ``RuntimeError("<name>: <reason>")``.
+      `check` (and so `connect`) raises ``BrokerFailed("<name>: <reason>")`` (a ``RuntimeError``).
 
     `clock` (seconds, monotonic) is injectable for tests.
 
@@ -237,7 +244,7 @@ class BrokerHealth:
     >>> h.check()
     Traceback (most recent call last):
     ...
-    RuntimeError: Broker('x'): stream 'S' not found
+    sealtime.sources.base.BrokerFailed: Broker('x'): stream 'S' not found
     """
 
     def __init__(
@@ -281,9 +288,9 @@ class BrokerHealth:
         return min(self.retry_interval * 2 ** (self._failures - 1), self.max_retry_interval)
 
     def check(self) -> None:
-        """Raise ``RuntimeError`` naming the source and the reason once failed."""
+        """Raise `BrokerFailed` naming the source and the reason once failed."""
         if self.failed:
-            raise RuntimeError(f"{self.name}: {self.reason}")
+            raise BrokerFailed(f"{self.name}: {self.reason}")
 
     def running(self) -> None:
         """The broker answered: running again (a failure stays)."""

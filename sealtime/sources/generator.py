@@ -56,6 +56,7 @@ import numpy as np
 import pyarrow as pa
 
 from sealtime.durations import parse_duration
+from sealtime.errors import ConfigError
 from sealtime.sources.base import ReadBatch, Source, SourceReader
 
 __all__ = [
@@ -121,7 +122,7 @@ def parse_time_ms(value: Any, *, name: str = "start") -> int:
     (1436918400000, 5)
     """
     if isinstance(value, bool):
-        raise ValueError(f"{name}={value!r}: expected an ISO time, a datetime or int ms")
+        raise ConfigError(f"{name}={value!r}: expected an ISO time, a datetime or int ms")
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, str):
@@ -133,7 +134,7 @@ def parse_time_ms(value: Any, *, name: str = "start") -> int:
         try:
             value = datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(
+            raise ConfigError(
                 f"{name}={value!r}: not an ISO 8601 time; e.g. '2015-07-15T00:00:00Z', or int ms"
             ) from None
     if isinstance(value, datetime):
@@ -141,7 +142,7 @@ def parse_time_ms(value: Any, *, name: str = "start") -> int:
             value = value.replace(tzinfo=timezone.utc)
         delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
         return delta // timedelta(milliseconds=1)
-    raise ValueError(f"{name}={value!r}: expected an ISO time string, a datetime or int ms")
+    raise ConfigError(f"{name}={value!r}: expected an ISO time string, a datetime or int ms")
 
 
 # --------------------------------------------------------------------------- hashing
@@ -173,19 +174,19 @@ def _wall_clock_ms() -> int:
 
 
 def check_int(name: str, value: Any, minimum: int, fix: str, owner: str = "Generator") -> int:
-    """`value` as an int ≥ `minimum`, else a ValueError naming ``owner(name=value)``.
+    """`value` as an int ≥ `minimum`, else a `ConfigError` naming ``owner(name=value)``.
 
     >>> check_int("rate", 5, 1, "e.g. 10")
     5
     >>> check_int("rate", 0, 1, "e.g. 10", owner="Nexmark")
     Traceback (most recent call last):
     ...
-    ValueError: Nexmark(rate=0): must be >= 1; e.g. 10
+    sealtime.errors.ConfigError: Nexmark(rate=0): must be >= 1; e.g. 10
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{owner}({name}={value!r}): must be an integer; {fix}")
+        raise ConfigError(f"{owner}({name}={value!r}): must be an integer; {fix}")
     if value < minimum:
-        raise ValueError(f"{owner}({name}={value!r}): must be >= {minimum}; {fix}")
+        raise ConfigError(f"{owner}({name}={value!r}): must be >= {minimum}; {fix}")
     return int(value)
 
 
@@ -212,7 +213,7 @@ class EventStream:
         """Check the settings given to `owner` (named in the errors)."""
         checked = check_int("seed", seed, 0, "pass a seed between 0 and 2**64 - 1", owner)
         if checked > MASK64:
-            raise ValueError(f"{owner}(seed={seed!r}): must be < 2**64; pass a smaller seed")
+            raise ConfigError(f"{owner}(seed={seed!r}): must be < 2**64; pass a smaller seed")
         return cls(
             seed=checked,
             limit=None
@@ -268,7 +269,7 @@ class Generator(Source):
     >>> Generator(rate=0)
     Traceback (most recent call last):
     ...
-    ValueError: Generator(rate=0): must be >= 1; pass events per second of event time, e.g. rate=10_000
+    sealtime.errors.ConfigError: Generator(rate=0): must be >= 1; pass events per second of event time, e.g. rate=10_000
     """
 
     def __init__(
@@ -307,7 +308,7 @@ class Generator(Source):
             or not isinstance(late_fraction, (int, float, np.floating, np.integer))
             or not 0.0 <= float(late_fraction) <= 0.5
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"Generator(late_fraction={late_fraction!r}): must be a number in [0, 0.5]; "
                 "e.g. late_fraction=0.01 injects about 1 % of the events late"
             )
@@ -317,7 +318,7 @@ class Generator(Source):
             "late_warmup", late_warmup, 1, "pass the number of events before the first late one"
         )
         if self.late_fraction > 0 and self.late_by_ms <= self.out_of_order_ms:
-            raise ValueError(
+            raise ConfigError(
                 f"Generator(late_by={late_by!r}): must be larger than out_of_order="
                 f"{out_of_order!r} when late_fraction > 0, or injected events are not late; "
                 f"e.g. late_by='{2 * self.out_of_order_ms + 1000 + -(-1000 // self.rate)}ms'"
@@ -332,10 +333,10 @@ class Generator(Source):
         )
         self.extra_bytes = check_int("extra_bytes", extra_bytes, 0, "pass 0 for no padding")
         if not isinstance(pace, bool):
-            raise ValueError(f"Generator(pace={pace!r}): must be True or False")
+            raise ConfigError(f"Generator(pace={pace!r}): must be True or False")
         self.pace = pace
         if clock is not None and not callable(clock):
-            raise ValueError(
+            raise ConfigError(
                 f"Generator(clock={clock!r}): must be a callable returning ms since the epoch"
             )
         self.clock = clock
@@ -378,7 +379,7 @@ class Generator(Source):
     def lateness_range(self) -> tuple[int, int]:
         """Inclusive range of lateness L (ms) for which exactly the injected events are late.
 
-        ``(out_of_order, late_by - out_of_order - ceil(1000 / rate) - 1)``; a ValueError
+        ``(out_of_order, late_by - out_of_order - ceil(1000 / rate) - 1)``; a `ConfigError`
         when that range is empty.
 
         >>> Generator(rate=1000, out_of_order="1s", late_fraction=0.1, late_by="5s").lateness_range()
@@ -387,7 +388,7 @@ class Generator(Source):
         lo = self.out_of_order_ms
         hi = self.late_by_ms - self.out_of_order_ms - self.max_gap_ms - 1
         if hi < lo:
-            raise ValueError(
+            raise ConfigError(
                 f"Generator: no lateness separates injected events with late_by="
                 f"{self.late_by_ms}ms, out_of_order={self.out_of_order_ms}ms, rate={self.rate}; "
                 f"pass late_by >= {2 * lo + self.max_gap_ms + 1}ms"
@@ -476,7 +477,7 @@ class Generator(Source):
         first = check_int("first", first, 0, "pass an event number >= 0")
         count = check_int("count", count, 0, "pass a number of events >= 0")
         if self.limit is not None and first + count > self.limit:
-            raise ValueError(
+            raise ConfigError(
                 f"Generator.generate({first}, {count}): beyond limit={self.limit}; "
                 "pass first + count <= limit"
             )
@@ -544,7 +545,7 @@ class Generator(Source):
             position = 0
         pos = check_int("position", position, 0, "pass a position returned by a ReadBatch")
         if self.limit is not None and pos > self.limit:
-            raise ValueError(
+            raise ConfigError(
                 f"Generator.open(position={pos}): beyond limit={self.limit}; "
                 "pass a position returned by this source"
             )

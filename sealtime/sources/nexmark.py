@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ConfigError, InternalError
 from .base import ReadBatch, Source, SourceReader
 from .decode import SUBSOURCE_COLUMN, split_subsources
 from .generator import (
@@ -115,7 +116,7 @@ def _union(*schemas: pa.Schema) -> pa.Schema:
     for s in schemas:
         for f in s:
             if f.name in fields and not fields[f.name].type.equals(f.type):
-                raise AssertionError(f"column {f.name} has two types")  # pragma: no cover
+                raise InternalError(f"column {f.name} has two types")  # pragma: no cover
             fields.setdefault(f.name, pa.field(f.name, f.type, nullable=True))
     return pa.schema([pa.field(SUBSOURCE_COLUMN, pa.string(), nullable=False), *fields.values()])
 
@@ -205,7 +206,7 @@ class Nexmark(Source):
     >>> Nexmark(rate=0)
     Traceback (most recent call last):
     ...
-    ValueError: Nexmark(rate=0): must be >= 1; pass events per second of event time, e.g. rate=10_000
+    sealtime.errors.ConfigError: Nexmark(rate=0): must be >= 1; pass events per second of event time, e.g. rate=10_000
     """
 
     # The first keyword parameters repeat Generator's on purpose: each source keeps an
@@ -473,7 +474,7 @@ class Nexmark(Source):
         first = check_int("first", first, 0, "pass an event number >= 0")
         count = check_int("count", count, 0, "pass a number of events >= 0")
         if self.limit is not None and first + count > self.limit:
-            raise ValueError(
+            raise ConfigError(
                 f"Nexmark.generate({first}, {count}): beyond limit={self.limit}; "
                 "pass first + count <= limit"
             )
@@ -534,7 +535,7 @@ class Nexmark(Source):
         pos = 0 if position is None else position
         pos = check_int("position", pos, 0, "pass a position returned by a ReadBatch")
         if self.limit is not None and pos > self.limit:
-            raise ValueError(
+            raise ConfigError(
                 f"Nexmark.open(position={pos}): beyond limit={self.limit}; "
                 "pass a position returned by this source"
             )

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..errors import ConfigError, SchemaError
 from .base import ReadBatch, Source, SourceReader
 
 __all__ = ["Rows", "to_arrow_schema"]
@@ -55,7 +56,7 @@ def to_arrow_schema(schema: Any) -> pa.Schema:
         for part in schema.split(","):
             bits = part.split()
             if len(bits) != 2:
-                raise ValueError(f"schema {schema!r}: write 'name type, name type'")
+                raise SchemaError(f"schema {schema!r}: write 'name type, name type'")
             pairs.append((bits[0], bits[1]))
         schema = dict(pairs)
     if isinstance(schema, Mapping):
@@ -66,7 +67,7 @@ def to_arrow_schema(schema: Any) -> pa.Schema:
             elif isinstance(typ, str) and typ.lower() in _TYPE_NAMES:
                 fields.append(pa.field(name, _TYPE_NAMES[typ.lower()]))
             else:
-                raise ValueError(
+                raise SchemaError(
                     f"schema: column {name!r} has unknown type {typ!r}; use one of {sorted(_TYPE_NAMES)}"
                 )
         return pa.schema(fields)
@@ -75,7 +76,7 @@ def to_arrow_schema(schema: Any) -> pa.Schema:
 
         return spark_to_arrow(schema)
     except Exception as exc:  # pragma: no cover - message path
-        raise ValueError(
+        raise SchemaError(
             f"schema {schema!r}: pass a pyarrow Schema, a Spark StructType or a dict"
         ) from exc
 
@@ -90,7 +91,7 @@ def _column(name: str, values: list[Any], typ: pa.DataType) -> pa.Array:
             try:
                 pa.array([value], type=typ)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                raise ValueError(
+                raise SchemaError(
                     f"Rows: item {i} has {name}={value!r} ({type(value).__name__}), which "
                     f"is not a {typ}; give a value of that type or change the schema"
                 ) from exc
@@ -115,23 +116,23 @@ class Rows(Source):
     def __init__(self, schema: Any, rows: Iterable[Sequence[Any]], times_per_tick: int = 1) -> None:
         self.schema = to_arrow_schema(schema)
         if times_per_tick < 1:
-            raise ValueError(f"Rows(times_per_tick={times_per_tick}) must be >= 1")
+            raise ConfigError(f"Rows(times_per_tick={times_per_tick}) must be >= 1")
         self.times_per_tick = times_per_tick
         times: list[int] = []
         diffs: list[int] = []
         cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
         for i, item in enumerate(rows):
             if len(item) not in (2, 3):
-                raise ValueError(
+                raise ConfigError(
                     f"Rows: item {i} must be (time, row) or (time, row, diff), got {item!r}"
                 )
             t, row = item[0], item[1]
             diff = item[2] if len(item) == 3 else 1
             if not isinstance(t, (int, np.integer)) or isinstance(t, bool):
-                raise ValueError(f"Rows: item {i} has time {t!r}; times are ints (ms)")
+                raise ConfigError(f"Rows: item {i} has time {t!r}; times are ints (ms)")
             unknown = set(row) - set(cols)
             if unknown:
-                raise ValueError(
+                raise SchemaError(
                     f"Rows: item {i} has columns {sorted(unknown)} not in the schema {list(cols)}"
                 )
             times.append(int(t))

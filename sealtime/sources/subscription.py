@@ -25,8 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..errors import ConfigError
 from ..time.order import MIN_TIME
-from .base import ReadBatch, Source, SourceReader
+from .base import BrokerFailed, ReadBatch, Source, SourceReader
 
 __all__ = ["Subscription"]
 
@@ -59,7 +60,7 @@ class Subscription(Source):
         timeout: float = 10.0,
     ) -> None:
         if mode not in ("stream", "view"):
-            raise ValueError(f"Subscription(mode={mode!r}): use 'stream' or 'view'")
+            raise ConfigError(f"Subscription(mode={mode!r}): use 'stream' or 'view'")
         self.name = name
         self.catalog = catalog
         self.mode = mode
@@ -70,15 +71,17 @@ class Subscription(Source):
 
             cat = open_catalog(catalog)
             if not hasattr(cat, "entry"):
-                raise ValueError(
+                raise ConfigError(
                     f"Subscription({name!r}): pass schema= when the catalog is a mapping"
                 )
             entries = cat.entry(name)
             schema = entries[0].arrow_schema
             if schema is None:
-                raise ValueError(f"Subscription({name!r}): the catalog has no schema for it")
+                raise ConfigError(
+                    f"Subscription({name!r}): the catalog has no schema for it; pass schema="
+                )
             if mode == "view" and len(entries) > 1:
-                raise ValueError(
+                raise ConfigError(
                     f"Subscription({name!r}, mode='view'): the publication has "
                     f"{len(entries)} partitions; view subscriptions are per partition — "
                     "publish the view with partitions=1 or subscribe in stream mode"
@@ -168,7 +171,7 @@ class _SubscriptionReader(SourceReader):
             elif isinstance(event, Closed):
                 self.sub = None
                 if self.source.mode != "view":
-                    raise RuntimeError(
+                    raise BrokerFailed(
                         f"Subscription({self.source.name!r}): {event.reason} — stream mode "
                         "keeps no history, so it cannot resume without a gap; publish "
                         "with mode='view' for resumable subscriptions"

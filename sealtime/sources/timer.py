@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from ..columns import DIFF, TIME
 from ..durations import parse_duration
+from ..errors import ConfigError
 from .base import ClockedReader, ReadBatch, Source, SourceReader
 
 __all__ = ["GAP_POLICIES", "ClockedSource", "HandOverReader", "TimeReset", "Timer"]
@@ -96,23 +97,23 @@ class Timer(ClockedSource):
     >>> Timer(every=0)
     Traceback (most recent call last):
     ...
-    ValueError: Timer(every=0): the period must be at least 1 ms, e.g. Timer(every='10s')
+    sealtime.errors.ConfigError: Timer(every=0): the period must be at least 1 ms, e.g. Timer(every='10s')
     >>> Timer(every="1s", gap="skip")
     Traceback (most recent call last):
     ...
-    ValueError: Timer(gap='skip'): use 'fire_once' (one row for the missed firings) or 'cancel' (none)
+    sealtime.errors.ConfigError: Timer(gap='skip'): use 'fire_once' (one row for the missed firings) or 'cancel' (none)
     """
 
     def __init__(self, every: str | int, offset: str | int = 0, gap: str = "fire_once") -> None:
 
         self.every = parse_duration(every, "Timer(every)")
         if self.every < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"Timer(every={every!r}): the period must be at least 1 ms, e.g. Timer(every='10s')"
             )
         self.offset = parse_duration(offset, "Timer(offset)") % self.every
         if gap not in GAP_POLICIES:
-            raise ValueError(
+            raise ConfigError(
                 f"Timer(gap={gap!r}): use 'fire_once' (one row for the missed firings) or "
                 "'cancel' (none)"
             )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sealtime.errors import ConfigError
 from sealtime.sources.base import Source
 from sealtime.sources.generator import (
     CHANNELS,
@@ -82,7 +83,7 @@ def test_max_rows_and_max_per_read():
     assert r.read(100).data.num_rows == 7
     assert r.read(0).data.num_rows == 0
     assert r.position == 17
-    with pytest.raises(ValueError, match="max_rows"):
+    with pytest.raises(ConfigError, match="max_rows"):
         r.read(-1)
 
 
@@ -280,7 +281,7 @@ def test_late_injection_contract_property(seed, rate, jitter, gap, fraction, pic
 
 def test_lateness_range_empty_is_an_error():
     g = Generator(rate=1000, out_of_order="1s", late_by="2001ms", late_fraction=0.1)
-    with pytest.raises(ValueError, match="late_by >= 2002ms"):
+    with pytest.raises(ConfigError, match="late_by >= 2002ms"):
         g.lateness_range()
 
 
@@ -358,17 +359,17 @@ def test_pace_default_clock_releases_past_events():
 )
 def test_bad_parameters_name_the_parameter(kwargs, name):
     # "Generator(rate=0): ..." or, for durations, "Generator(out_of_order)='-1s' ..."
-    with pytest.raises(ValueError, match=rf"\b{name}\)?="):
+    with pytest.raises(ConfigError, match=rf"\b{name}\)?="):
         Generator(**kwargs)
 
 
 def test_bad_positions():
     g = Generator(limit=10)
-    with pytest.raises(ValueError, match="position"):
+    with pytest.raises(ConfigError, match="position"):
         g.open(-1)
-    with pytest.raises(ValueError, match="position"):
+    with pytest.raises(ConfigError, match="position"):
         g.open(11)
-    with pytest.raises(ValueError, match="limit"):
+    with pytest.raises(ConfigError, match="limit"):
         g.generate(5, 6)
 
 

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from sealtime.errors import ConfigError
 from sealtime.sources.base import Source
 from sealtime.sources.decode import SUBSOURCE_COLUMN
 from sealtime.sources.nexmark import (
@@ -199,9 +200,9 @@ def test_event_frontier_bounds_the_rest():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="Nexmark\\(limit=-1\\)"):
+    with pytest.raises(ConfigError, match="Nexmark\\(limit=-1\\)"):
         Nexmark(limit=-1)
-    with pytest.raises(ValueError, match="beyond limit"):
+    with pytest.raises(ConfigError, match="beyond limit"):
         Nexmark(limit=5).open(6)
-    with pytest.raises(ValueError, match="position"):
+    with pytest.raises(ConfigError, match="position"):
         Nexmark().open("x")

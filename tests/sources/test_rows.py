@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sealtime.errors import SchemaError
 from sealtime.sources.rows import Rows
 
 
@@ -21,7 +22,7 @@ def test_rows_in_time_order_one_time_per_read():
 )
 def test_wrong_typed_value_names_column_item_and_value(value, shown):
     rows = [(1, {"k": "a", "v": 1}), (1, {"k": "b", "v": 2}), (2, {"k": "c", "v": value})]
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(SchemaError) as info:
         Rows({"k": "string", "v": "long"}, rows)
     message = str(info.value)
     assert f"item 2 has {shown}" in message
