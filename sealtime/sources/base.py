@@ -41,18 +41,16 @@ __all__ = [
 class ReadBatch:
     """Rows read by one `SourceReader.read` call.
 
-        * `data`: the decoded rows (may have zero rows).
-        * `position`: source-native position *after* these rows (e.g. next offset); JSON-able.
-        * `exhausted`: the source will never produce more rows (its frontier becomes empty).
-        * `event_frontier`: optional event-time lower bound (ms) for all rows still to come.
-        * `errors`: rows that could not be decoded: columns `raw` (string) and `reason`.
+    * `data`: the decoded rows (may have zero rows).
+    * `position`: source-native position *after* these rows (e.g. next offset); JSON-able.
+    * `exhausted`: the source will never produce more rows (its frontier becomes empty).
+    * `event_frontier`: optional event-time lower bound (ms) for all rows still to come.
+    * `errors`: rows that could not be decoded: columns `raw` (string) and `reason`.
 
-        >>> import pyarrow as pa
-
-    from ..errors import SealtimeError, StateError
-        >>> b = ReadBatch(pa.table({"x": [1, 2]}), position=2, exhausted=False)
-        >>> b.data.num_rows, b.position
-        (2, 2)
+    >>> import pyarrow as pa
+    >>> b = ReadBatch(pa.table({"x": [1, 2]}), position=2, exhausted=False)
+    >>> b.data.num_rows, b.position
+    (2, 2)
     """
 
     data: pa.Table
@@ -65,19 +63,17 @@ class ReadBatch:
 @dataclass(frozen=True)
 class LinkedBatch(ReadBatch):
     """A `ReadBatch` from `LinkedReader.read_linked`: the rows are *ranges of immutable
-        Parquet files* instead of a table.
+    Parquet files* instead of a table.
 
-        * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
-          ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
-        * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
-          the same order, conformed to the declared types.
+    * `links`: ``(path, first, end, file_rows)`` per file, in read order — the rows
+      ``[first, end)`` of the file at `path` (``file_rows`` rows in all).
+    * `data`: only the columns asked for (e.g. the event-time column) of those rows, in
+      the same order, conformed to the declared types.
 
-        >>> import pyarrow as pa
-
-    from ..errors import SealtimeError, StateError
-        >>> b = LinkedBatch(pa.table({"t": [5, 6]}), position=2, links=(("/d/a.parquet", 0, 2, 9),))
-        >>> sum(end - first for _, first, end, _ in b.links)
-        2
+    >>> import pyarrow as pa
+    >>> b = LinkedBatch(pa.table({"t": [5, 6]}), position=2, links=(("/d/a.parquet", 0, 2, 9),))
+    >>> sum(end - first for _, first, end, _ in b.links)
+    2
     """
 
     links: tuple[tuple[str, int, int, int], ...] = ()
