@@ -3,6 +3,6 @@ over one partition's Arrow data. One concept per module; see each module's docst
 """
 
 from .int128 import Int128
-from .topk import MAX_K, TopK, per_slot_count, per_slot_topk
+from .interval_top_k import MAX_K, PerSlotTopK, per_slot_count, per_slot_topk
 
-__all__ = ["MAX_K", "Int128", "TopK", "per_slot_count", "per_slot_topk"]
+__all__ = ["MAX_K", "Int128", "PerSlotTopK", "per_slot_count", "per_slot_topk"]

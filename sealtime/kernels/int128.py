@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InternalError
+
 __all__ = ["Int128"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -340,9 +342,9 @@ class Int128:
     def _segment_starts(starts: np.ndarray, n: int) -> np.ndarray:
         starts = np.asarray(starts, dtype=bool)
         if starts.shape != (n,):
-            raise ValueError(f"starts must be a bool array of length {n}, got {starts.shape}")
+            raise InternalError(f"starts must be a bool array of length {n}, got {starts.shape}")
         if n and not starts[0]:
-            raise ValueError("starts[0] must be True (the first element starts a segment)")
+            raise InternalError("starts[0] must be True (the first element starts a segment)")
         return np.flatnonzero(starts)
 
     def _segment_cumsum(

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from ..errors import InternalError
+
 __all__ = ["merge_partials", "split_sealed"]
 
 
@@ -38,7 +40,7 @@ def merge_partials(
     column); the output is sorted by the group columns (deterministic order)."""
     tables = [t for t in tables if t.num_rows] or list(tables[:1])
     if not tables:
-        raise ValueError("merge_partials needs at least one table")
+        raise InternalError("merge_partials needs at least one table")
     schema = tables[0].schema
     table = pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
     merged = table.group_by(list(group), use_threads=False).aggregate(

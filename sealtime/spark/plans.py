@@ -25,6 +25,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.util import PythonEvalType
 
+from ..errors import InternalError
+
 __all__ = [
     "CompiledStep",
     "GroupedAggregation",
@@ -104,7 +106,7 @@ class GroupedAggregation:
 
     def __init__(self, group: Sequence[str | Column], aggregates: Sequence[Column]) -> None:
         if not aggregates:
-            raise ValueError("GroupedAggregation needs at least one aggregate")
+            raise InternalError("GroupedAggregation needs at least one aggregate")
         self.group = Projection(group)
         self.first = aggregates[0]
         self.rest = Projection(aggregates[1:])
@@ -138,7 +140,7 @@ class ParquetScan:
     def read(self, spark: Any, paths: Sequence[str]) -> DataFrame:
         """The files `paths` (at least one) as a DataFrame of `schema`."""
         if not paths:
-            raise ValueError("ParquetScan.read needs at least one path")
+            raise InternalError("ParquetScan.read needs at least one path")
         if self._session is not spark:
             jspark = spark._jsparkSession
             reader = jspark.read()

@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
+from sealtime.errors import InternalError
 from sealtime.spark.plans import ParquetScan, Projection, runtime_long
 
 
@@ -46,7 +47,7 @@ def test_parquet_scan_reads_one_or_several_files(spark, tmp_path):
     want = _rows(spark.read.schema("k long, v string").parquet(*paths))
     assert _rows(scan.read(spark, paths)) == want
     assert scan.read(spark, paths[1:2]).columns == ["k", "v"]
-    with pytest.raises(ValueError, match="at least one path"):
+    with pytest.raises(InternalError, match="at least one path"):
         scan.read(spark, [])
 
 

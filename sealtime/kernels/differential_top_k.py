@@ -7,7 +7,7 @@ kept (an additive arrangement, as for the general reduce), and one event-time ti
 hold thousands of distinct times of a key: recomputing the top k at each of them over
 the key's rows would cost O(|rows of key| x |times of key|).
 
-Approach. The tick is laid out as a `Timeline` (see `sealtime.kernels.reduce`): per key,
+Approach. The tick is laid out as a `Timeline` (see `sealtime.kernels.general_reduce`): per key,
 slot 0 is the state before the tick and slots 1..m its distinct times; every distinct
 row (*item*) is present with some count during intervals of slots. The items are ranked
 once by the requested order, which is made total so the answer is deterministic: the
@@ -42,9 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import PlanError
+from .general_reduce import DIFF, ROW, TIME, Timeline, pack_keys, timeline, value_ranks
+from .interval_top_k import MAX_K, per_slot_topk
 from .keyed import comparable
-from .reduce import DIFF, ROW, TIME, Timeline, pack_keys, timeline, value_ranks
-from .topk import MAX_K, per_slot_topk
 
 __all__ = ["TopKSpec", "item_ranks", "top_k_step"]
 
@@ -95,10 +96,10 @@ def item_ranks(tl: Timeline, spec: TopKSpec) -> np.ndarray:
 
 def _check(delta: pa.Table, spec: TopKSpec) -> None:
     if not 1 <= spec.k <= MAX_K:
-        raise ValueError(f"k must be in 1..{MAX_K}, got {spec.k}")
+        raise PlanError(f"top_k: k must be in 1..{MAX_K}, got {spec.k}")
     for c in (*(c for c, _ in spec.order), *spec.tie):
         if c not in spec.values:
-            raise ValueError(f"top_k orders by {c!r}, which is not a value column")
+            raise PlanError(f"top_k orders by {c!r}, which is not a value column")
 
 
 def top_k_step(

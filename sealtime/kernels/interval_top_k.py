@@ -43,7 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MAX_K", "TopK", "per_slot_count", "per_slot_topk"]
+from ..errors import InternalError, PlanError
+
+__all__ = ["MAX_K", "PerSlotTopK", "per_slot_count", "per_slot_topk"]
 
 MAX_K = 1000
 # Bits available to a packed (node, rank id, count) sort key (int64, kept non-negative).
@@ -51,7 +53,7 @@ _KEY_BITS = 63
 
 
 @dataclass(frozen=True)
-class TopK:
+class PerSlotTopK:
     """The items taken into the top k at each (group, slot), sorted by (group, slot, rank).
 
     `group`, `slot`, `rank` and `taken` (copies of the item counted, >= 1) are int64 arrays
@@ -90,16 +92,16 @@ def _check_intervals(
     n_slots = _int64("n_slots", n_slots)
     key, lo, hi = _int64("key", key), _int64("lo", lo), _int64("hi", hi)
     if not len(key) == len(lo) == len(hi):
-        raise ValueError("key, lo and hi must have the same length")
+        raise InternalError("per_slot_topk/count: key, lo and hi must have the same length")
     if (n_slots < 0).any():
-        raise ValueError("n_slots must be >= 0")
+        raise InternalError("per_slot_topk/count: n_slots must be >= 0")
     off = np.zeros(len(n_slots) + 1, dtype=np.int64)
     np.cumsum(n_slots, out=off[1:])
     if len(key):
         if key.min() < 0 or key.max() >= len(n_slots):
-            raise ValueError(f"key must lie in 0..{len(n_slots) - 1}")
+            raise InternalError(f"per_slot_topk/count: key must lie in 0..{len(n_slots) - 1}")
         if (lo < 0).any() or (lo >= hi).any() or (hi > n_slots[key]).any():
-            raise ValueError("intervals need 0 <= lo < hi <= n_slots[key]")
+            raise InternalError("per_slot_topk/count: intervals need 0 <= lo < hi <= n_slots[key]")
     return off[key] + lo, off[key] + hi, off, int(off[-1])
 
 
@@ -126,7 +128,7 @@ def per_slot_topk(
     rank: np.ndarray,
     count: np.ndarray,
     k: int,
-) -> TopK:
+) -> PerSlotTopK:
     """The top k items (smallest ranks, with multiplicity) present at every (group, slot).
 
     Group g (0 <= g < len(n_slots)) has slots 0..n_slots[g]-1. Interval i puts item
@@ -147,17 +149,17 @@ def per_slot_topk(
     ([0, 1], [3, 7])
     """
     if not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be in 1..{MAX_K}, got {k}")
+        raise PlanError(f"top-k: k must be in 1..{MAX_K}, got {k}")
     a, b, off, total = _check_intervals(n_slots, key, lo, hi)
     rank, count = _int64("rank", rank), _int64("count", count)
     if not len(rank) == len(count) == len(a):
-        raise ValueError("rank and count must have the same length as key")
+        raise InternalError("per_slot_topk: rank and count must have the same length as key")
     if len(count) and count.min() <= 0:
-        raise ValueError("count must be > 0")
+        raise InternalError("per_slot_topk: count must be > 0")
     n_groups = len(off) - 1
     if len(a) == 0 or total == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return TopK(empty, empty, empty, empty, np.zeros(total + 1, dtype=np.int64))
+        return PerSlotTopK(empty, empty, empty, empty, np.zeros(total + 1, dtype=np.int64))
 
     ranks, rid = np.unique(rank, return_inverse=True)  # dense rank ids: fewer key bits
     rid = rid.astype(np.int64, copy=False).reshape(-1)
@@ -169,7 +171,9 @@ def per_slot_topk(
         if (2 * total - 1).bit_length() + rank_bits + k.bit_length() > _KEY_BITS:
             # Too many slots and items to pack a sort key: solve halves of the groups.
             if n_groups == 1:
-                raise ValueError("too many slots and distinct ranks in one group for int64 keys")
+                raise InternalError(
+                    "per_slot_topk: too many slots and distinct ranks in one group for int64 keys"
+                )
             return _split(n_slots, key, lo, hi, rank, count, k)
         c = np.minimum(count, k)  # never more than k copies are taken (and cumsums stay small)
         t, rid_out, taken = _topk(a, b, rid, c, total, k, rank_bits)
@@ -177,7 +181,7 @@ def per_slot_topk(
     group = np.searchsorted(off, t, side="right") - 1
     offsets = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(np.bincount(t, minlength=total), out=offsets[1:])
-    return TopK(group, t - off[group], ranks[rid_out], taken, offsets)
+    return PerSlotTopK(group, t - off[group], ranks[rid_out], taken, offsets)
 
 
 def _split(
@@ -188,7 +192,7 @@ def _split(
     rank: np.ndarray,
     count: np.ndarray,
     k: int,
-) -> TopK:
+) -> PerSlotTopK:
     n_slots, key = _int64("n_slots", n_slots), _int64("key", key)
     lo, hi = _int64("lo", lo), _int64("hi", hi)
     mid = len(n_slots) // 2
@@ -198,7 +202,7 @@ def _split(
     r2 = per_slot_topk(
         n_slots[mid:], key[right] - mid, lo[right], hi[right], rank[right], count[right], k
     )
-    return TopK(
+    return PerSlotTopK(
         np.concatenate([r1.group, r2.group + mid]),
         np.concatenate([r1.slot, r2.slot]),
         np.concatenate([r1.rank, r2.rank]),

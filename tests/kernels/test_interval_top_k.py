@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sealtime.kernels.topk as topk_module
+import sealtime.kernels.interval_top_k as topk_module
+from sealtime.errors import InternalError, PlanError
 from sealtime.kernels import MAX_K, per_slot_count, per_slot_topk
 from tests.conftest import examples
 
@@ -134,7 +135,7 @@ def test_split_when_keys_do_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     check(case, 2)
     assert len(expected) > 0
     monkeypatch.setattr(topk_module, "_KEY_BITS", 3)
-    with pytest.raises(ValueError, match="int64 keys"):
+    with pytest.raises(InternalError, match="int64 keys"):
         per_slot_topk(*arrays(case), 2)
 
 
@@ -145,7 +146,7 @@ def test_invalid_inputs() -> None:
     )
     per_slot_topk(**ok, k=MAX_K)
     for bad_k in (0, MAX_K + 1):
-        with pytest.raises(ValueError, match="k must"):
+        with pytest.raises(PlanError, match="k must"):
             per_slot_topk(**ok, k=bad_k)
     for field, value in [
         ("lo", np.array([2])),  # lo == hi
@@ -155,11 +156,11 @@ def test_invalid_inputs() -> None:
         ("count", np.array([0])),
         ("rank", np.array([1, 2])),
     ]:
-        with pytest.raises(ValueError):
+        with pytest.raises(InternalError):
             per_slot_topk(**{**ok, field: value}, k=2)
     with pytest.raises(TypeError):
         per_slot_topk(**{**ok, "lo": np.array([0.0])}, k=2)
-    with pytest.raises(ValueError):
+    with pytest.raises(InternalError):
         per_slot_count(np.array([-1]), one[:0], one[:0], one[:0])
 
 

@@ -12,18 +12,19 @@ The differential (non-windowed) operators run kernels instead (`sealtime.kernels
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import ConfigError, SchemaError
 from ..plan.aggregates import Aggregate
+from ..plan.order import OrderKey
 from .frames import CNT
 from .plans import GroupedAggregation, Projection
 
-__all__ = ["AggregateReducer", "OrderKey", "TopKReducer", "parse_order_by"]
+__all__ = ["AggregateReducer", "TopKReducer"]
 
 _FLOAT_SUM = T.DecimalType(38, 12)
 
@@ -40,7 +41,7 @@ class AggregateReducer:
         self.types = {f.name: f.dataType for f in schema.fields}
         for name, agg in self.aggs.items():
             if agg.column is not None and agg.column not in self.types:
-                raise ValueError(
+                raise SchemaError(
                     f"aggregate {name}=st.{agg.kind}({agg.column!r}): no column {agg.column!r}; "
                     f"columns are {sorted(self.types)}"
                 )
@@ -144,25 +145,6 @@ class AggregateReducer:
         return cols
 
 
-@dataclass(frozen=True)
-class OrderKey:
-    column: str
-    ascending: bool = True
-
-
-def parse_order_by(order_by: str | Sequence[str]) -> list[OrderKey]:
-    """``"price"`` ascending, ``"-price"`` descending; a list for several keys."""
-    items = [order_by] if isinstance(order_by, str) else list(order_by)
-    keys = []
-    for item in items:
-        if not isinstance(item, str) or not item.lstrip("-"):
-            raise ValueError(
-                f"top_k(order_by=...) takes column names ('-col' = descending), got {item!r}"
-            )
-        keys.append(OrderKey(item.lstrip("-"), not item.startswith("-")))
-    return keys
-
-
 _UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType)
 
 
@@ -183,11 +165,11 @@ class TopKReducer:
         priority_column: str | None,
     ) -> None:
         if not isinstance(k, int) or k <= 0:
-            raise ValueError(f"top_k(k={k!r}): k must be a positive int")
+            raise ConfigError(f"top_k(k={k!r}): k must be a positive int")
         names = [f.name for f in schema.fields]
         for key in order_by:
             if key.column not in names:
-                raise ValueError(
+                raise SchemaError(
                     f"top_k(order_by={key.column!r}): no such column; columns are {names}"
                 )
         self.k = k

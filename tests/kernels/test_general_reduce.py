@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from sealtime.arrangement.partition import SpinePartition
-from sealtime.kernels.reduce import GAgg, ReduceSpec, general_reduce, timeline
+from sealtime.errors import PlanError
+from sealtime.kernels.general_reduce import GAgg, ReduceSpec, general_reduce, timeline
 from tests.conftest import examples
 
 KEYS = ["a", "b", "c", None, "dd"]
@@ -328,11 +329,11 @@ def test_insert_and_retract_at_one_time_emit_nothing():
 
 def test_invalid_specs_are_rejected():
     d = delta_table([], False)
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(PlanError, match="kind"):
         general_reduce(d, ReduceSpec(("k",), ("x",), (GAgg("m", "median", "x"),)), None)
-    with pytest.raises(ValueError, match="not a value column"):
+    with pytest.raises(PlanError, match="not a value column"):
         general_reduce(d, ReduceSpec(("k",), ("x",), (GAgg("m", "min", "s"),)), None)
-    with pytest.raises(ValueError, match="key columns"):
+    with pytest.raises(PlanError, match="key columns"):
         timeline(d, ["k"], ["k"], None)
 
 

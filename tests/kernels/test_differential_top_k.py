@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from sealtime.kernels.top_k import TopKSpec, top_k_step
+from sealtime.errors import PlanError
+from sealtime.kernels.differential_top_k import TopKSpec, top_k_step
 from tests.conftest import examples
-from tests.kernels.test_reduce import (
+from tests.kernels.test_general_reduce import (
     DS,
     FS,
     KEYS,
@@ -188,9 +189,9 @@ def test_multiplicity_and_ties():
 
 def test_invalid_specs_are_rejected():
     d = delta_table([], False)
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(PlanError, match="k must be"):
         top_k_step(d, spec_of(ORDERS[0], (), 0), None)
-    with pytest.raises(ValueError, match="not a value column"):
+    with pytest.raises(PlanError, match="not a value column"):
         top_k_step(d, spec_of((("zz", True),), (), 1), None)
     out, new_run = top_k_step(d, spec_of(ORDERS[0], (), 2), None)
     assert out.num_rows == 0 and new_run.num_rows == 0

@@ -32,7 +32,7 @@ The tick's new run is the delta consolidated per item with the times collapsed, 
 to the additive arrangement. The whole step costs O((delta + touched state) log) plus
 the output.
 
-`Timeline` is shared with the top-k kernel (`sealtime.kernels.top_k`), which ranks the
+`Timeline` is shared with the top-k kernel (`sealtime.kernels.differential_top_k`), which ranks the
 items themselves instead of their values.
 
 Measured (numpy 2.4, pyarrow 26; CPU time, best of 6, on a 2-core machine shared with
@@ -67,9 +67,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
+from ..errors import PlanError, SchemaError
 from .int128 import Int128
+from .interval_top_k import per_slot_count, per_slot_topk
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
-from .topk import per_slot_count, per_slot_topk
 
 __all__ = [
     "GAgg",
@@ -323,14 +324,12 @@ class Timeline:
 
 def _check_columns(delta: pa.Table, keys: Sequence[str], values: Sequence[str]) -> None:
     if set(keys) & set(values):
-        raise ValueError(
-            f"value columns must not be key columns: {sorted(set(keys) & set(values))}"
-        )
+        raise PlanError(f"value columns must not be key columns: {sorted(set(keys) & set(values))}")
     if len(set(values)) != len(values):
-        raise ValueError(f"duplicate value columns: {list(values)}")
+        raise PlanError(f"duplicate value columns: {list(values)}")
     missing = [c for c in (HASH, *keys, *values, ROW, TIME, DIFF) if c not in delta.column_names]
     if missing:
-        raise ValueError(f"delta lacks columns {missing}")
+        raise SchemaError(f"delta lacks columns {missing}")
 
 
 def timeline(
@@ -585,11 +584,11 @@ def _columns(tl: Timeline, spec: ReduceSpec, schema: pa.Schema) -> tuple[np.ndar
 def _check_spec(spec: ReduceSpec) -> None:
     for a in spec.aggs:
         if a.kind not in KINDS:
-            raise ValueError(f"unknown aggregate kind {a.kind!r} (one of {KINDS})")
+            raise PlanError(f"unknown aggregate kind {a.kind!r} (one of {KINDS})")
         if a.kind != "count" and a.column not in spec.values:
-            raise ValueError(f"aggregate {a.name!r} reads {a.column!r}, not a value column")
+            raise PlanError(f"aggregate {a.name!r} reads {a.column!r}, not a value column")
         if a.kind in ("sum", "avg") and a.repr not in ("int", "dec"):
-            raise ValueError(f"aggregate {a.name!r}: repr must be 'int' or 'dec'")
+            raise PlanError(f"aggregate {a.name!r}: repr must be 'int' or 'dec'")
 
 
 def output_schema(spec: ReduceSpec, schema: pa.Schema) -> pa.Schema:
