@@ -39,8 +39,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from sealtime.columns import DIFF
 from sealtime.errors import ConfigError, NotFoundError
-from sealtime.pubsub.history import DIFF, InMemoryHistory
+from sealtime.pubsub.history import InMemoryHistory
 from sealtime.pubsub.publisher import Publisher
 from sealtime.pubsub.subscriber import (
     Address,

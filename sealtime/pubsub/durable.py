@@ -47,10 +47,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from sealtime.errors import InternalError, ReadBelowSinceError, StateError
-from sealtime.pubsub.history import DIFF, consolidate
 from sealtime.time import Antichain
 
-from ..columns import TIME
+from ..columns import DIFF, TIME, consolidate
 
 __all__ = ["ShardHistory"]
 

@@ -25,16 +25,13 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sealtime.errors import StateError
 from sealtime.time import Antichain, sorted_times
 
-from ..columns import DIFF
+from ..columns import DIFF, consolidate
 
-__all__ = ["DIFF", "HistoryProvider", "InMemoryHistory", "consolidate"]
-
-#: Name of the multiplicity column of updates.
+__all__ = ["HistoryProvider", "InMemoryHistory"]
 
 
 @runtime_checkable
@@ -60,22 +57,6 @@ class HistoryProvider(Protocol):
     def updates_from(self, frontier: Antichain[Any]) -> list[tuple[Any, pa.Table]]:
         """Every recorded update at a time ≥ `frontier`, grouped by time."""
         ...
-
-
-def consolidate(updates: pa.Table) -> pa.Table:
-    """Sum `_diff` per distinct row and drop rows whose sum is zero.
-
-    >>> t = pa.Table.from_arrays([pa.array([1, 1, 2]), pa.array([1, -1, 2])], names=["x", "_diff"])
-    >>> consolidate(t).to_pylist()
-    [{'x': 2, '_diff': 2}]
-    """
-    keys = [name for name in updates.column_names if name != DIFF]
-    if updates.num_rows == 0:
-        return updates
-    summed = updates.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
-    summed = summed.rename_columns([*keys, DIFF]).select(updates.column_names)
-    summed = summed.filter(pc.not_equal(summed[DIFF], 0))
-    return summed.cast(updates.schema)
 
 
 class InMemoryHistory:

@@ -43,10 +43,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from sealtime.columns import DIFF
 from sealtime.errors import ConfigError, SchemaError, SealtimeError, StateError
 from sealtime.progress.capability import DowngradeError
 from sealtime.pubsub.frontier import UpperFrontier
-from sealtime.pubsub.history import DIFF, HistoryProvider
+from sealtime.pubsub.history import HistoryProvider
 from sealtime.pubsub.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     PROTOCOL_VERSION,

@@ -2,7 +2,8 @@
 
 A *delta* is a DataFrame of updates: the data columns plus ``_time`` (int64 logical time)
 and ``_diff`` (int64 multiplicity change). A *multiset* is a DataFrame of data columns
-plus ``_cnt`` (accumulated multiplicity), with times collapsed.
+plus ``_cnt`` (accumulated multiplicity), with times collapsed. `consolidate` is the
+DataFrame form of `sealtime.columns.consolidate` (which works on Arrow tables).
 """
 
 from __future__ import annotations
@@ -12,31 +13,28 @@ from collections.abc import Sequence
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from ..columns import DIFF, TIME
+from ..columns import CNT, DIFF, TIME
 
 __all__ = [
     "CNT",
     "DIFF",
-    "SYSTEM_COLUMNS",
     "TIME",
     "consolidate",
-    "data_columns",
     "null_safe_join",
-    "pack",
     "to_arrow",
-    "unpack",
     "union_all",
+    "with_system",
 ]
 
-CNT = "_cnt"
-SYSTEM_COLUMNS = (TIME, DIFF, CNT)
 
+def with_system(schema: T.StructType) -> T.StructType:
+    """`schema` (a Spark StructType of data columns) plus ``_time`` and ``_diff``.
 
-def with_system(schema):
-    """`schema` (a Spark StructType of data columns) plus ``_time`` and ``_diff``."""
-    from pyspark.sql import types as T
-
+    >>> with_system(T.StructType([T.StructField("k", T.StringType())])).fieldNames()
+    ['k', '_time', '_diff']
+    """
     return T.StructType(
         list(schema.fields)
         + [T.StructField(TIME, T.LongType(), False), T.StructField(DIFF, T.LongType(), False)]
@@ -96,11 +94,6 @@ def _utc(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def data_columns(df: DataFrame) -> list[str]:
-    """The columns of `df` that are not system columns."""
-    return [c for c in df.columns if c not in SYSTEM_COLUMNS]
-
-
 def consolidate(df: DataFrame, keys: Sequence[str], weight: str = DIFF) -> DataFrame:
     """Sum `weight` per distinct `keys` and drop zero weights (differential consolidation).
 
@@ -145,35 +138,3 @@ def null_safe_join(
     if how in ("left_semi", "left_anti"):
         return joined
     return joined.drop(*[f"__r_{k}" for k in keys])
-
-
-def pack(parts: dict[str, DataFrame | None]) -> DataFrame | None:
-    """Put several frames into one (column ``__part`` names the frame), so a single
-    checkpoint job materialises an operator's new state *and* its output together.
-
-    Columns are prefixed per part, so parts may have clashing names or types.
-    """
-    frames = []
-    for name, df in parts.items():
-        if df is None:
-            continue
-        cols = [F.col(f"`{c}`").alias(f"__{name}__{c}") for c in df.columns]
-        frames.append(df.select(F.lit(name).alias("__part"), *cols))
-    if not frames:
-        return None
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f, allowMissingColumns=True)
-    return out
-
-
-def unpack(packed: DataFrame | None, name: str, columns: Sequence[str]) -> DataFrame | None:
-    """The part `name` of a `pack`-ed frame, with its original `columns`."""
-    if packed is None:
-        return None
-    prefixed = [f"__{name}__{c}" for c in columns]
-    if not all(p in packed.columns for p in prefixed):
-        return None
-    return packed.filter(F.col("__part") == name).select(
-        *[F.col(p).alias(c) for p, c in zip(prefixed, columns)]
-    )

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from ..columns import DIFF, TIME
+from ..columns import SYSTEM_COLUMNS, TIME
 from . import catalog
 from .errors import SqlError
 from .expressions import (
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Translator", "col_ref"]
 
-_SYSTEM = (TIME, DIFF, "_cnt")
 
 #: clauses a view cannot have, with what to say about them
 _MODIFIERS = {
@@ -452,7 +451,7 @@ class Translator:
         seen: dict[str, int] = {}
         for i, name in enumerate(names):
             item = items[min(i, len(items) - 1)] if items else None
-            if name.lower() in _SYSTEM:
+            if name.lower() in SYSTEM_COLUMNS:
                 raise self.error(
                     "reserved column name",
                     f"{name!r} is a system column of every collection; alias it",

@@ -18,11 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..columns import DIFF, TIME
+from ..columns import DIFF, LATE, OFFSET, TIME
 
 __all__ = ["latest_errors", "latest_late"]
 
-_SYSTEM = (DIFF, "_offset")
+#: the log columns a late row is shown without (its `_time` is the bound it missed)
+_HIDDEN = (DIFF, OFFSET)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -45,13 +46,13 @@ def latest_late(files: tuple[tuple[str, str, int], ...], limit: int) -> list[dic
                 )
             else:
                 full = pq.read_table(path)
-                table = full.filter(pc.is_valid(full.column("_late")))
+                table = full.filter(pc.is_valid(full.column(LATE)))
                 table = table.rename_columns(
-                    ["reason" if c == "_late" else c for c in table.column_names]
+                    ["reason" if c == LATE else c for c in table.column_names]
                 )
         except (FileNotFoundError, OSError):
             continue
-        table = table.drop_columns([c for c in _SYSTEM if c in table.column_names])
+        table = table.drop_columns([c for c in _HIDDEN if c in table.column_names])
         rows = _rows(table)
         out.extend(reversed(rows))
         if len(out) >= limit:
