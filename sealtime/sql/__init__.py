@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from ..errors import ConfigError, PlanError, StateError
 from .errors import SqlError
 from .parse import Parsed, parse
 from .relation import Relation
@@ -86,7 +87,7 @@ def _translate(flow: Dataflow, text: str | Parsed) -> tuple[Collection, str | No
 def sql(flow: Dataflow, text: str) -> Collection:
     """The collection a query defines over `flow`'s sources and views."""
     if flow.started:
-        raise RuntimeError("sql(): views must be defined before the first run()")
+        raise StateError("sql(): views must be defined before the first run()")
     with _atomic(flow):
         return _translate(flow, text)[0]
 
@@ -100,20 +101,20 @@ def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection
     from . import catalog
 
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(
+        raise ConfigError(
             f"create_view(name={name!r}): a view name is an identifier (letters, digits, _)"
         )
     if flow.started:
-        raise RuntimeError("create_view(): views must be defined before the first run()")
+        raise StateError("create_view(): views must be defined before the first run()")
     if catalog.lookup(flow, name) is not None:
-        raise ValueError(
+        raise PlanError(
             f"create_view({name!r}): a source or view with that name exists already "
             "(table names are case-insensitive)"
         )
     with _atomic(flow):
         if isinstance(text, Collection):
             if text.flow is not flow:
-                raise ValueError(
+                raise PlanError(
                     f"create_view({name!r}): the collection belongs to another dataflow"
                 )
             coll, time = text, None

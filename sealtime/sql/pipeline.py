@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..durations import parse_duration
+from ..errors import NotFoundError
 from .errors import SqlError
 from .statements import (
     CreateSink,
@@ -108,7 +109,9 @@ class Pipeline:
         if isinstance(item, CreateSource):
             _wrap(stmt, lambda: self._create_source(item))
         elif isinstance(item, CreateView):
-            _wrap(stmt, lambda: self.flow.create_view(item.name, item.query))
+            from . import create_view
+
+            _wrap(stmt, lambda: create_view(self.flow, item.name, item.query))
             self.view_names.append(item.name)
         elif isinstance(item, CreateSink):
             _wrap(stmt, lambda: self._create_sink(item))
@@ -229,12 +232,13 @@ class Pipeline:
 
     # ------------------------------------------------------------------ running
     def view(self, name: str) -> Any:
-        """The collection of source or view `name` (KeyError when there is none)."""
+        """The collection of source or view `name` (`NotFoundError`, a ``KeyError``, when
+        there is none)."""
         from . import catalog
 
         table = catalog.lookup(self.flow, name)
         if table is None:
-            raise KeyError(f"no source or view named {name!r}")
+            raise NotFoundError(f"no source or view named {name!r}")
         return table.collection
 
     def check_resume(self) -> None:
@@ -284,7 +288,7 @@ def build_pipeline(
     """Parse `text` (every statement, before anything is built), make the dataflow
     `name` in `data_dir` and apply the statements. Shell-only statements (SUBSCRIBE,
     SELECT, EXPLAIN) are refused with their position."""
-    import sealtime as st
+    from ..dataflow.dataflow import Dataflow
 
     items = parse_text(text)
     for item in items:
@@ -293,7 +297,7 @@ def build_pipeline(
                 f"{item.statement.kind} is a shell statement; a pipeline file defines "
                 "sources, views, sinks and publications (run queries in `sealtime sql`)"
             )
-    flow = st.Dataflow(name, data_dir=data_dir, spark=spark, record=record, **flow_options)
+    flow = Dataflow(name, data_dir=data_dir, spark=spark, record=record, **flow_options)
     pipeline = Pipeline(flow, base_dir)
     try:
         for item in items:
