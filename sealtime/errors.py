@@ -75,8 +75,8 @@ class PlanError(SealtimeError, ValueError):
 
 class SchemaError(PlanError, TypeError):
     """Columns or types do not fit: a missing column, an aggregate over the wrong type,
-    input whose types differ from the declared schema. (Also a ``TypeError``: a wrong
-    type is what some of these used to raise.)"""
+    input whose types differ from the declared schema. (Also a ``TypeError``, since a
+    wrong type is one.)"""
 
 
 class PlanChangedError(SealtimeError, RuntimeError):

@@ -34,7 +34,7 @@ they work for any orderable type.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -375,7 +375,3 @@ def accumulate(
     arrays += materialise(new_cols, last, key_of_slot[last])
     new_run = pa.Table.from_arrays(arrays, schema=schema)
     return output, new_run
-
-
-def merge_specs(specs: Sequence[Agg]) -> tuple[Agg, ...]:  # pragma: no cover - helper
-    return tuple(specs)

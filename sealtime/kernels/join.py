@@ -83,9 +83,9 @@ def _consolidate(rows: pa.Table, columns: list[str], with_time: bool) -> pa.Tabl
     Most deltas of an append-only stream hold every (row, time) once: then nothing is
     summed and the rows only need ordering by hash, stably, with no row taken at all
     when they already are in that order (a hash table finds repeats in O(n); the
-    general path sorts twice and takes the wide rows twice, which was most of a join's
-    kernel time on wide rows). Otherwise rows group by the mixed row hash (verified on
-    values), then sort by ``__h`` stably from the groups' order."""
+    general path sorts twice and takes the wide rows twice: docs/dataplane.md, "The join
+    kernel copies no row it need not"). Otherwise rows group by the mixed row hash
+    (verified on values), then sort by ``__h`` stably from the groups' order."""
     if rows.num_rows == 0:
         return rows
     h = _i64(rows.column(HASH))

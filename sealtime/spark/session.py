@@ -70,11 +70,9 @@ DEFAULT_CONF: dict[str, str] = {
     # which survive executor loss); delete them once their frame is unreferenced.
     "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
 }
-# Python workers talk to their executor over a Unix socket where the platform has them.
-# Over loopback TCP a task whose input is small waits ~40 ms for its last bytes (Nagle's
-# algorithm against delayed ACKs; measured: a 2-row mapInArrow task entered its function
-# and then waited 40 ms for its data) -- at 1,000 rows per tick the SMILE-shaped view's
-# p50 tick went from 289 to 218 ms. Large inputs stream and do not notice.
+# Python workers talk to their executor over a Unix socket where the platform has them:
+# over loopback TCP a task with a small input waits ~40 ms for its last bytes (Nagle's
+# algorithm against delayed ACKs; docs/dataplane.md has the measurements).
 if hasattr(socket, "AF_UNIX"):
     DEFAULT_CONF["spark.python.unix.domain.socket.enabled"] = "true"
     # Over a Unix socket PySpark's own daemon prints a BrokenPipeError traceback each time
@@ -109,10 +107,9 @@ def import_short_names(spark: SparkSession) -> None:
     """Import `SHORT_NAMES` into the py4j view one class at a time. PySpark imports
     their packages (``org.apache.spark.api.python.*``, ...), so py4j resolves a short
     name by trying each imported package in turn, and every miss makes the JVM search
-    all of Spark's jars: 0.3 ms for ``PythonUtils`` on every call, and more for
-    ``PythonSQLUtils``, the sixth package tried. A class imported by itself is found
-    first. Measured on the project's 2-core machine: a two-column ``select`` 4.2 ms
-    before, 2.8 ms after. Idempotent; `Engine` calls it for a session it is given.
+    all of Spark's jars (0.3 ms for ``PythonUtils`` on every call); a class imported by
+    itself is found first (the py4j costs: docs/dataplane.md). Idempotent; `Engine`
+    calls it for a session it is given.
 
     >>> from sealtime.spark.session import get_or_create_session
     >>> import_short_names(get_or_create_session())
