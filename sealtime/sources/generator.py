@@ -62,6 +62,7 @@ from sealtime.sources.base import ReadBatch, Source, SourceReader
 __all__ = [
     "CHANNELS",
     "DEFAULT_START",
+    "CounterSource",
     "EventStream",
     "FIRST_AUCTION_ID",
     "FIRST_PERSON_ID",
@@ -231,7 +232,63 @@ class EventStream:
         )
 
 
-class Generator(Source):
+class CounterSource(Source):
+    """A source whose event ``n`` is a pure function of ``(seed, n)`` (`Generator`,
+    `Nexmark`): the checked `EventStream` settings, the counter-based randomness and the
+    checks of event ranges against `limit`. Subclasses set ``_keys`` (one hash key per
+    random field: each source keeps its own streams) and implement `generate`."""
+
+    seed: int
+    limit: int | None
+    rate: int
+    start_ms: int
+    max_per_read: int
+    _keys: dict[str, int]
+
+    def _set_stream(self, stream: EventStream) -> None:
+        self.seed, self.limit, self.rate = stream.seed, stream.limit, stream.rate
+        self.start_ms, self.max_per_read = stream.start_ms, stream.max_per_read
+
+    @property
+    def finite(self) -> bool:
+        """True iff `limit` is set."""
+        return self.limit is not None
+
+    def _hash(self, ns: np.ndarray, field: str) -> np.ndarray:
+        """uint64 hash of (seed, n, field) for each n (SplitMix64 output n of the field key)."""
+        z = ns.astype(np.uint64)  # a copy, mixed in place
+        z *= np.uint64(GOLDEN)
+        z += np.uint64(self._keys[field])
+        return mix(z)
+
+    def _uniform(self, ns: np.ndarray, field: str) -> np.ndarray:
+        """Float64 uniform in [0, 1) per event (53 random bits)."""
+        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * TWO_POW_M53
+
+    def _check_range(self, first: Any, count: Any) -> tuple[int, int]:
+        """`first` and `count` of a `generate` call, checked against `limit`."""
+        first = check_int("first", first, 0, "pass an event number >= 0")
+        count = check_int("count", count, 0, "pass a number of events >= 0")
+        if self.limit is not None and first + count > self.limit:
+            raise ConfigError(
+                f"{type(self).__name__}.generate({first}, {count}): beyond limit={self.limit}; "
+                "pass first + count <= limit"
+            )
+        return first, count
+
+    def _check_position(self, position: Any) -> int:
+        """The event number a reader opened at `position` (None = 0) starts at."""
+        pos = 0 if position is None else position
+        pos = check_int("position", pos, 0, "pass a position returned by a ReadBatch")
+        if self.limit is not None and pos > self.limit:
+            raise ConfigError(
+                f"{type(self).__name__}.open(position={pos}): beyond limit={self.limit}; "
+                "pass a position returned by this source"
+            )
+        return pos
+
+
+class Generator(CounterSource):
     """Deterministic synthetic bid events; see the module docstring for the rules.
 
     Parameters (keyword only):
@@ -300,8 +357,7 @@ class Generator(Source):
             start=start,
             max_per_read=max_per_read,
         )
-        self.seed, self.limit, self.rate = common.seed, common.limit, common.rate
-        self.start_ms, self.max_per_read = common.start_ms, common.max_per_read
+        self._set_stream(common)
         self.out_of_order_ms = parse_duration(out_of_order, "Generator(out_of_order)")
         if (
             isinstance(late_fraction, bool)
@@ -367,11 +423,6 @@ class Generator(Source):
         )
 
     @property
-    def finite(self) -> bool:
-        """True iff `limit` is set."""
-        return self.limit is not None
-
-    @property
     def max_gap_ms(self) -> int:
         """Largest base-time step between consecutive events: ``ceil(1000 / rate)``."""
         return -(-1000 // self.rate)
@@ -396,17 +447,6 @@ class Generator(Source):
         return lo, hi
 
     # ------------------------------------------------------------------ vectorised rules
-
-    def _hash(self, ns: np.ndarray, field: str) -> np.ndarray:
-        """uint64 hash of (seed, n, field) for each n (SplitMix64 output n of the field key)."""
-        z = ns.astype(np.uint64)  # a copy, mixed in place
-        z *= np.uint64(GOLDEN)
-        z += np.uint64(self._keys[field])
-        return mix(z)
-
-    def _uniform(self, ns: np.ndarray, field: str) -> np.ndarray:
-        """Float64 uniform in [0, 1) per event (53 random bits)."""
-        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * TWO_POW_M53
 
     def base_time(self, event_ids: np.ndarray) -> np.ndarray:
         """Base event time (int64 ms) of each event number.
@@ -474,13 +514,7 @@ class Generator(Source):
         >>> t.equals(Generator(seed=3).generate(0, 13).slice(10))
         True
         """
-        first = check_int("first", first, 0, "pass an event number >= 0")
-        count = check_int("count", count, 0, "pass a number of events >= 0")
-        if self.limit is not None and first + count > self.limit:
-            raise ConfigError(
-                f"Generator.generate({first}, {count}): beyond limit={self.limit}; "
-                "pass first + count <= limit"
-            )
+        first, count = self._check_range(first, count)
         ns = np.arange(first, first + count, dtype=np.int64)
 
         # auction (Beam's lastBase0AuctionId / nextBase0AuctionId)
@@ -541,15 +575,7 @@ class Generator(Source):
 
     def open(self, position: Any = None) -> GeneratorReader:
         """A reader starting at event number `position` (None = 0)."""
-        if position is None:
-            position = 0
-        pos = check_int("position", position, 0, "pass a position returned by a ReadBatch")
-        if self.limit is not None and pos > self.limit:
-            raise ConfigError(
-                f"Generator.open(position={pos}): beyond limit={self.limit}; "
-                "pass a position returned by this source"
-            )
-        return GeneratorReader(self, pos)
+        return GeneratorReader(self, self._check_position(position))
 
 
 def _padding(rows: int, width: int) -> pa.ChunkedArray:

@@ -40,18 +40,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, InternalError
-from .base import ReadBatch, Source, SourceReader
+from ..errors import InternalError
+from .base import ReadBatch, SourceReader
 from .decode import SUBSOURCE_COLUMN, split_subsources
 from .generator import (
     DEFAULT_START,
     FIRST_AUCTION_ID,
     FIRST_PERSON_ID,
     GOLDEN,
-    TWO_POW_M53,
+    CounterSource,
     EventStream,
     check_int,
-    mix,
     mix_int,
 )
 
@@ -191,7 +190,7 @@ def _strs(values: tuple[str, ...]) -> pa.Array:
     return pa.array(values, pa.string())
 
 
-class Nexmark(Source):
+class Nexmark(CounterSource):
     """Nexmark persons, auctions and bids; see the module docstring.
 
     Parameters (keyword only): `seed` (0 ≤ seed < 2**64), `limit` (events; None =
@@ -235,8 +234,7 @@ class Nexmark(Source):
         common = EventStream.check(
             "Nexmark", seed=seed, limit=limit, rate=rate, start=start, max_per_read=max_per_read
         )
-        self.seed, self.limit, self.rate = common.seed, common.limit, common.rate
-        self.start_ms, self.max_per_read = common.start_ms, common.max_per_read
+        self._set_stream(common)
         self.in_flight_auctions = check("in_flight_auctions", in_flight_auctions, 1, "e.g. 100")
         self.active_people = check("active_people", active_people, 1, "e.g. 1000")
         self.hot_auction_ratio = check("hot_auction_ratio", hot_auction_ratio, 1, "1 = none")
@@ -264,25 +262,11 @@ class Nexmark(Source):
     def __repr__(self) -> str:
         return f"Nexmark(seed={self.seed}, limit={self.limit}, rate={self.rate})"
 
-    @property
-    def finite(self) -> bool:
-        """True iff `limit` is set."""
-        return self.limit is not None
-
     def split(self, table: pa.Table) -> dict[str, pa.Table]:
         """One table per subsource (``person``, ``auction``, ``bid``), each in its schema."""
         return split_subsources(table, self.subsources)
 
     # ------------------------------------------------------------------ randomness
-
-    def _hash(self, ns: np.ndarray, field: str) -> np.ndarray:
-        z = ns.astype(np.uint64)
-        z *= np.uint64(GOLDEN)
-        z += np.uint64(self._keys[field])
-        return mix(z)
-
-    def _uniform(self, ns: np.ndarray, field: str) -> np.ndarray:
-        return (self._hash(ns, field) >> np.uint64(11)).astype(np.float64) * TWO_POW_M53
 
     def _below(self, ns: np.ndarray, field: str, k: Any) -> np.ndarray:
         """Uniform ints in ``[0, k)`` (k a scalar or an array)."""
@@ -471,13 +455,7 @@ class Nexmark(Source):
         >>> src.generate(0, 120).slice(70).equals(src.generate(70, 50))
         True
         """
-        first = check_int("first", first, 0, "pass an event number >= 0")
-        count = check_int("count", count, 0, "pass a number of events >= 0")
-        if self.limit is not None and first + count > self.limit:
-            raise ConfigError(
-                f"Nexmark.generate({first}, {count}): beyond limit={self.limit}; "
-                "pass first + count <= limit"
-            )
+        first, count = self._check_range(first, count)
         if count == 0:
             return pa.Table.from_batches([], schema=self.schema)
         tables = [
@@ -532,14 +510,7 @@ class Nexmark(Source):
 
     def open(self, position: Any = None) -> NexmarkReader:
         """A reader starting at event number `position` (None = 0)."""
-        pos = 0 if position is None else position
-        pos = check_int("position", pos, 0, "pass a position returned by a ReadBatch")
-        if self.limit is not None and pos > self.limit:
-            raise ConfigError(
-                f"Nexmark.open(position={pos}): beyond limit={self.limit}; "
-                "pass a position returned by this source"
-            )
-        return NexmarkReader(self, pos)
+        return NexmarkReader(self, self._check_position(position))
 
 
 class NexmarkReader(SourceReader):
