@@ -31,7 +31,8 @@ Errors of one package derive from these where they are defined:
 
 Kept standard, on purpose: a ``TypeError`` for an argument of the wrong Python type
 given to a low-level API (`sealtime.time`, `sealtime.progress`, `sealtime.kernels`,
-the pub-sub codec), as the standard library does; and `sealtime.time`'s one
+the pub-sub codec), as the standard library does; a ``FileNotFoundError`` for a path
+that names no file or store (as ``open`` does); and `sealtime.time`'s one
 ``ValueError`` (`Antichain.as_option` of a wider antichain): `sealtime.time` is the
 floor below this module and imports nothing from sealtime.
 

@@ -109,13 +109,9 @@ def top_k_step(
 ) -> tuple[pa.Table, pa.Table]:
     """One partition's step of a differential top-k (see the module docstring).
 
-    `delta` has ``__h``, the keys, the value columns, ``__r``, ``_time`` and ``_diff``
-    (other columns are ignored); `lookup(queries)` returns the additive arrangement's
-    consolidated entries of the queried keys (a `Lookup`) or None. Returns
-    ``(output, new_run)``: output rows are keys, values, ``_time`` and ``_diff``, the
-    change of the copies of that row in the key's top k at that time; the new run is the
-    delta consolidated per distinct row (``__h``, keys, values, ``__r``, ``__cnt``), in
-    hash order.
+    `delta`, `lookup` and the new run are those of `general_reduce` (the same additive
+    arrangement). Returns ``(output, new_run)``: output rows are keys, values, ``_time``
+    and ``_diff``, the change of the copies of that row in the key's top k at that time.
 
     >>> spec = TopKSpec(("k",), ("x",), order=(("x", True),), tie=(), k=2)
     >>> delta = pa.table({"__h": [0, 0], "k": [1, 1], "x": [None, 4], "__r": [1, 2],

@@ -193,6 +193,8 @@ def _split(
     count: np.ndarray,
     k: int,
 ) -> PerSlotTopK:
+    """`per_slot_topk` (the same arguments, deliberately) on each half of the groups,
+    when one int64 sort key cannot hold all slots and ranks."""
     n_slots, key = _int64("n_slots", n_slots), _int64("key", key)
     lo, hi = _int64("lo", lo), _int64("hi", hi)
     mid = len(n_slots) // 2

@@ -92,7 +92,8 @@ class GraphBuilder:
     output unchanged, `Identity()`). `add_edge(Source(n, o), Target(m, i))` connects
     output `o` of node `n` to input `i` of node `m`.
 
-    The graph of timely's documentation — three nodes in a loop, the last adding 1:
+    The graph of timely's documentation — three nodes in a loop, the last adding 1 (also
+    `Tracker`'s example: each doctest builds it, to stand alone):
 
     >>> from sealtime.progress import Add
     >>> b = GraphBuilder()

@@ -321,7 +321,8 @@ class Tracker:
                         push_cyclic(dst, h, nt, d)
 
         # Step 1: pointstamp counts -> changes of each location's own frontier, which
-        # are the first implication changes at that location.
+        # are the first implication changes at that location (queued as `spread` does,
+        # inlined like it below).
         total = 0
         points = self._points
         for lid, updates in pending.items():
@@ -348,7 +349,8 @@ class Tracker:
             if updates is not None:
                 single[lid] = None
                 # An acyclic location: everything upstream is settled, so all of its
-                # changes are here; apply them as one batch. (Int fast path inline.)
+                # changes are here; apply them as one batch. (Int fast path inline, and
+                # `ChangeBatch.update`'s counting inlined: this is the tracker's hot loop.)
                 counts = icounts[lid]
                 frontier = ifront[lid]
                 rebuild = False

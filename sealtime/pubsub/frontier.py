@@ -104,6 +104,7 @@ class UpperFrontier:
         other._elements = list(self._elements)
         return other
 
+    # The container methods of `Antichain`, of which this is the dual, on purpose.
     def __iter__(self) -> Iterator[Any]:
         return iter(self.elements())
 

@@ -94,6 +94,11 @@ LOOPBACK = "127.0.0.1"
 _RECV_SIZE = 1024 * 1024
 
 
+# The events a subscription yields. `Snapshot` and `Closed` have the shape of the wire's
+# `ViewSnapshot` and `Close` on purpose: events are the user's types, messages the
+# protocol's, and each may change without the other.
+
+
 @dataclass(frozen=True)
 class Data:
     """Rows of one data message (only with `atomic=False`): maybe part of an epoch.
@@ -263,7 +268,7 @@ class Subscription:
                 raise ConfigError("view subscriptions are per partition (one address)")
             filter, atomic = False, True  # history makes every epoch whole
         elif resume is not None:
-            raise ConfigError("resume is for view subscriptions (stream mode keeps no history)")
+            raise ConfigError("resuming is for view subscriptions (stream mode keeps no history)")
         self._mode = mode
         self._resume = None if resume is None else Antichain(normalize_time(t) for t in resume)
         self._awaiting_sync = mode == "view"  # first Progress after the history replay
@@ -627,6 +632,10 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables, promote_options="default")
 
 
+# subscribe_stream, subscribe_group and subscribe_view repeat Subscription's options on
+# purpose: each is a documented entry point with an explicit signature.
+
+
 def subscribe_stream(
     address: Address,
     filter: bool = True,
@@ -798,15 +807,12 @@ def subscribe(
     ...
     sealtime.errors.NotFoundError: topic 'prices' is not in the catalog (known: [])
     """
-    addresses = resolve_addresses(topic, catalog)
-    if mode == "view":
-        if len(addresses) != 1:
-            raise ConfigError("view subscriptions are per partition (one address)")
-        return subscribe_view(addresses[0], resume_from, timeout=timeout, idle_timeout=idle_timeout)
-    if mode != "stream":
-        raise ConfigError(f"mode must be 'stream' or 'view', not {mode!r}")
-    if resume_from is not None:
-        raise ConfigError("resume_from is for view subscriptions (stream mode keeps no history)")
     return Subscription(
-        addresses, filter=filter, atomic=atomic, timeout=timeout, idle_timeout=idle_timeout
+        resolve_addresses(topic, catalog),
+        filter=filter,
+        atomic=atomic,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        mode=mode,
+        resume=resume_from,
     )

@@ -128,6 +128,13 @@ def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:
         "HOP": "HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
         "SESSION": "SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), INTERVAL '30' SECOND)",
     }[kind]
+
+    def bad_argument(arg: exp.Expr, what: str) -> SqlError:
+        at_line, at_col = parsed.locate(arg, fallback=fn)
+        return SqlError(
+            f"{kind} window", f"{what}; {usage}", line=at_line, col=at_col, hint=_HINTS[kind]
+        )
+
     if not sizes[0] <= len(args) <= sizes[1] or any(
         isinstance(a, (exp.PropertyEQ, exp.Kwarg)) for a in args
     ):
@@ -136,13 +143,8 @@ def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:
     if isinstance(table, exp.Column) and not table.table:
         table = exp.Table(this=table.this.copy())
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        t_line, t_col = parsed.locate(args[0], fallback=fn)
-        raise SqlError(
-            f"{kind} window",
-            f"the first argument must be TABLE <name> (a source, view or CTE); {usage}",
-            line=t_line,
-            col=t_col,
-            hint=_HINTS[kind],
+        raise bad_argument(
+            args[0], "the first argument must be TABLE <name> (a source, view or CTE)"
         )
     desc = args[1]
     if not (
@@ -151,14 +153,7 @@ def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:
         and len(desc.expressions) == 1
         and isinstance(desc.expressions[0], exp.Column)
     ):
-        d_line, d_col = parsed.locate(desc, fallback=fn)
-        raise SqlError(
-            f"{kind} window",
-            f"the second argument must be DESCRIPTOR(<time column>); {usage}",
-            line=d_line,
-            col=d_col,
-            hint=_HINTS[kind],
-        )
+        raise bad_argument(desc, "the second argument must be DESCRIPTOR(<time column>)")
     descriptor = desc.expressions[0].name
     try:
         if kind == "TUMBLE":
