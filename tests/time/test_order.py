@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sealtime.time import (
     Antichain,
     PartialOrder,
     Product,
+    frontier_le,
     less_equal,
     less_than,
     minimum,
@@ -177,3 +179,11 @@ def test_sorted_times_unsortable_keeps_order() -> None:
     a, b = Opaque(), Opaque()
     assert sorted_times([b, a]) == [b, a]
     assert sorted_times([]) == []
+
+
+@given(st.one_of(st.none(), st.integers()), st.one_of(st.none(), st.integers()))
+def test_frontier_le_is_the_antichain_order(a: int | None, b: int | None) -> None:
+    def frontier(t: int | None) -> Antichain[int]:
+        return Antichain() if t is None else Antichain([t])
+
+    assert frontier_le(a, b) == frontier(a).less_equal_antichain(frontier(b))
