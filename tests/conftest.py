@@ -1,7 +1,12 @@
-"""Shared test fixtures: one SparkSession for the whole run, hypothesis profiles.
+"""Shared test fixtures: one SparkSession for the whole run, hypothesis profiles, tiers.
 
 The `ci` profile (selected when CI=true) runs the example counts the issues ask for;
 the `dev` profile is the default for quick local runs.
+
+Tiers (docs/testing.md): tests marked ``full`` (long crash runs, the standalone cluster,
+benchmark-shaped runs) are deselected unless pytest is given ``--full`` or a ``-m``
+expression of its own; ``bash scripts/test`` runs the default tier, ``bash scripts/test
+--full`` both.
 """
 
 from __future__ import annotations
@@ -28,6 +33,41 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 IN_CI = bool(os.environ.get("CI"))
+
+#: the marker of the full tier (registered in pyproject.toml)
+FULL = "full"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="also run the full tier: tests marked `full` (long crash, cluster and "
+        "benchmark-shaped runs); see docs/testing.md",
+    )
+
+
+def full_tier(config: pytest.Config) -> bool:
+    """Whether tests marked ``full`` run: with ``--full``, or when the user chose tests by
+    a ``-m`` expression of their own (``-m full`` runs the full tier alone)."""
+    return bool(config.getoption("--full") or config.getoption("markexpr"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if full_tier(config):
+        return "tier: full (tests marked `full` included)"
+    return "tier: default (tests marked `full` deselected; --full runs them)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if full_tier(config):
+        return
+    # Deselected, not skipped: pytest's summary counts them ("N deselected").
+    kept = [item for item in items if item.get_closest_marker(FULL) is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker(FULL)])
+        items[:] = kept
 
 
 def examples(ci: int, dev: int | None = None) -> int:

@@ -30,6 +30,10 @@ import sealtime as st
 from tests.cluster import cluster_job
 from tests.cluster.conftest import Cluster, executor_pids
 
+# The full tier (docs/testing.md): three Spark daemons and a job JVM per run.
+# Under pytest-xdist one worker runs them all (one cluster, one reference run).
+pytestmark = [pytest.mark.full, pytest.mark.xdist_group("cluster")]
+
 JOB = Path(cluster_job.__file__)
 SINKS = ("windows", "running")
 RUN_TIMEOUT = 600.0  # a bound for a hung run on a busy machine, not the expected time

@@ -31,7 +31,12 @@ from tests.engine import crash_job
 from tests.sources.conftest import NatsStream
 
 ROOT = Path(__file__).resolve().parents[2]
-KILLS = 8  # sized for CI (a run per kill, each starting Spark)
+KILLS = 8  # the full tier's kills per source (a run per kill, each starting Spark)
+# The default tier runs the same scenarios with the first 3 kills of each schedule (the
+# full tier adds the 8-kill runs: docs/testing.md).
+SIZES = [pytest.param(3, id="3-kills"), pytest.param(KILLS, id="8-kills", marks=pytest.mark.full)]
+# Under pytest-xdist the module's tests share one worker (and one reference run).
+pytestmark = pytest.mark.xdist_group("crash")
 EVENTS = 4000  # 16 ticks of crash_job.PER_TICK
 WINDOW = 10_000
 BASE = 1_700_000_000_000
@@ -177,14 +182,15 @@ def write_files(directory: Path, rows: list[dict], per_file: int = 500) -> None:
                 f.write(json.dumps(r) + "\n")
 
 
-def test_crash_file_source(spark, tmp_path, reference):
-    """Scenarios of kill-and-restart until KILLS kills happened; each scenario is finished
+@pytest.mark.parametrize("n_kills", SIZES)
+def test_crash_file_source(spark, tmp_path, reference, n_kills):
+    """Scenarios of kill-and-restart until n_kills kills happened; each scenario is finished
     uncrashed and its sink compared with the uncrashed reference."""
     write_files(tmp_path / "in", events())
     env = {"CRASH_SOURCE": "files", "CRASH_INPUT": str(tmp_path / "in")}
-    plans = schedule(1, KILLS)
+    plans = schedule(1, n_kills)
     kills = scenario = 0
-    while kills < KILLS:
+    while kills < n_kills:
         data = tmp_path / f"data-{scenario}"
         done = crash_loop(data, env, plans[kills:])
         assert done > 0 or scenario == 0, "a scenario ended without any kill"
@@ -201,10 +207,11 @@ def test_crash_file_source(spark, tmp_path, reference):
             for k in env:
                 os.environ.pop(k)
         pd.testing.assert_frame_equal(sink_content(data), reference)
-    assert kills >= KILLS
+    assert kills >= n_kills
 
 
-def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream):
+@pytest.mark.parametrize("n_kills", SIZES)
+def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream, n_kills):
     rows = events()
     # A last event far ahead seals every window of the real events (the stream never
     # ends, so nothing else would close the last ones).
@@ -233,8 +240,8 @@ def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream):
         floors.append((floor, resume))
         assert floor <= resume, f"ack floor {floor} passed the resumption frontier {resume}"
 
-    kills = crash_loop(data, env, schedule(2, KILLS), ticks=100_000, after_kill=check_ack_floor)
-    assert kills == KILLS
+    kills = crash_loop(data, env, schedule(2, n_kills), ticks=100_000, after_kill=check_ack_floor)
+    assert kills == n_kills
     target = max(r["ts"] for r in rows) // WINDOW * WINDOW + WINDOW  # all real windows
     os.environ.update(env)
     try:
