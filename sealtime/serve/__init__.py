@@ -1,0 +1,1 @@
+"""The live service (``sealtime serve``)."""

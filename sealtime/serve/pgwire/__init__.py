@@ -1,0 +1,1 @@
+"""The PostgreSQL wire front end of ``sealtime serve`` (docs/pgwire.md)."""

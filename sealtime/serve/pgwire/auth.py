@@ -1,0 +1,176 @@
+"""Passwords of the wire front end: the password file, md5 and SCRAM-SHA-256.
+
+The password file (``--password-file F``) has one user per line::
+
+    # comments and blank lines are ignored
+    alice:correct horse battery staple           a password in clear (SCRAM or md5)
+    bob:SCRAM-SHA-256$4096:c2FsdA==$...:...      a SCRAM verifier, as PostgreSQL stores it
+    carol:md5e2fc714c4727ee9395f324cd2e7f331f    an md5 hash, md5(password + user)
+
+The user name ends at the first ``:``. A verifier lets a client in without the file
+holding its password: make one with `scram_verifier` (``python -c "from
+sealtime.serve.pgwire.auth import scram_verifier; print(scram_verifier('pw'))"``).
+
+Which exchange a client goes through is the server's `auth_method` (``scram-sha-256``,
+the default, or ``md5``), except that a SCRAM verifier only allows SCRAM and an md5
+hash only md5 (PostgreSQL's rule). SCRAM is RFC 5802/7677 as PostgreSQL does it (no
+channel binding without TLS; the user name of the client-first message is ignored),
+through the maintained `scramp` library. A user not in the file goes through the same
+exchange and fails the same way, so the reply does not tell whether the user exists.
+
+>>> creds = parse_password_file("alice:pw\\n# x\\ncarol:" + md5_hash("pw", "carol") + "\\n")
+>>> sorted(creds), creds["alice"].kind, creds["carol"].kind
+(['alice', 'carol'], 'plain', 'md5')
+>>> salt = b"1234"
+>>> md5_check(creds["carol"], "carol", salt, md5_client_response("pw", "carol", salt))
+True
+>>> md5_check(creds["alice"], "alice", salt, md5_client_response("wrong", "alice", salt))
+False
+>>> parse_verifier(scram_verifier("pw", salt=b"0123456789abcdef"))[3]
+4096
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+
+from scramp import ScramMechanism
+
+from ...errors import ConfigError
+
+__all__ = [
+    "AUTH_METHODS",
+    "Credential",
+    "load_password_file",
+    "md5_check",
+    "md5_client_response",
+    "md5_hash",
+    "parse_password_file",
+    "parse_verifier",
+    "scram_server",
+    "scram_verifier",
+]
+
+AUTH_METHODS = ("scram-sha-256", "md5")
+SCRAM = "SCRAM-SHA-256"
+_MECHANISM = ScramMechanism(SCRAM)
+_ITERATIONS = 4096
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One user's line of the password file: `kind` is ``plain`` (the password),
+    ``scram`` (a SCRAM-SHA-256 verifier) or ``md5`` (``md5`` + hex digest); `secret`
+    is what the file holds after the ``:``."""
+
+    kind: str
+    secret: str
+
+
+def md5_hash(password: str, user: str) -> str:
+    """PostgreSQL's stored md5 password: ``md5`` + md5(password + user)."""
+    return "md5" + hashlib.md5((password + user).encode()).hexdigest()
+
+
+def md5_client_response(password: str, user: str, salt: bytes) -> str:
+    """What a client answers an md5 challenge with (for tests and docs)."""
+    inner = md5_hash(password, user)[3:]
+    return "md5" + hashlib.md5(inner.encode() + salt).hexdigest()
+
+
+def md5_check(cred: Credential | None, user: str, salt: bytes, response: str) -> bool:
+    """Does `response` prove the password of `cred` (None: unknown user: never)?"""
+    if cred is None or cred.kind == "scram":
+        hashed = "md5" + secrets.token_hex(16)  # same work, never equal
+    elif cred.kind == "md5":
+        hashed = cred.secret
+    else:
+        hashed = md5_hash(cred.secret, user)
+    expected = "md5" + hashlib.md5(hashed[3:].encode() + salt).hexdigest()
+    return hmac.compare_digest(expected.encode(), response.encode())
+
+
+def scram_verifier(
+    password: str, *, iterations: int = _ITERATIONS, salt: bytes | None = None
+) -> str:
+    """A SCRAM-SHA-256 verifier of `password` in PostgreSQL's format
+    (``SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>``, base64)."""
+    salt, stored, server, i = _MECHANISM.make_auth_info(
+        password, iteration_count=iterations, salt=salt or os.urandom(16)
+    )
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    return f"{SCRAM}${i}:{b64(salt)}${b64(stored)}:{b64(server)}"
+
+
+def parse_verifier(text: str) -> tuple[bytes, bytes, bytes, int]:
+    """``(salt, stored_key, server_key, iterations)`` of a verifier (scramp's auth info)."""
+    try:
+        mech, rest = text.split("$", 1)
+        head, keys = rest.split("$", 1)
+        iterations, salt = head.split(":", 1)
+        stored, server = keys.split(":", 1)
+        if mech != SCRAM:
+            raise ValueError(mech)
+        return (
+            base64.b64decode(salt, validate=True),
+            base64.b64decode(stored, validate=True),
+            base64.b64decode(server, validate=True),
+            int(iterations),
+        )
+    except ValueError as e:
+        raise ConfigError(
+            f"--password-file: {text[:20]!r}... is not a SCRAM-SHA-256 verifier "
+            "(SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>, base64)"
+        ) from e
+
+
+def parse_password_file(text: str, path: str = "--password-file") -> dict[str, Credential]:
+    """The users of a password file's `text` (see the module docstring)."""
+    out: dict[str, Credential] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, secret = line.partition(":")
+        if not sep or not user or not secret:
+            raise ConfigError(
+                f"{path}, line {n}: expected user:password (or user:SCRAM-SHA-256$... / "
+                "user:md5<hex>)"
+            )
+        if secret.startswith(SCRAM + "$"):
+            parse_verifier(secret)  # refuse a broken verifier now, not at login
+            cred = Credential("scram", secret)
+        elif len(secret) == 35 and secret.startswith("md5"):
+            cred = Credential("md5", secret)
+        else:
+            cred = Credential("plain", secret)
+        if user in out:
+            raise ConfigError(f"{path}, line {n}: user {user!r} appears twice")
+        out[user] = cred
+    return out
+
+
+def load_password_file(path: str) -> dict[str, Credential]:
+    """`parse_password_file` of the file at `path` (a ConfigError naming it if unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"--password-file {path}: cannot read it ({e.strerror})") from e
+    return parse_password_file(text, f"--password-file {path}")
+
+
+def scram_server(cred: Credential | None) -> object:
+    """A scramp server for one exchange with the holder of `cred` (None or an md5 hash:
+    a random verifier, so the exchange runs and fails as for a wrong password)."""
+    if cred is not None and cred.kind == "scram":
+        info = parse_verifier(cred.secret)
+    else:
+        password = cred.secret if cred is not None and cred.kind == "plain" else secrets.token_hex()
+        info = _MECHANISM.make_auth_info(password, iteration_count=_ITERATIONS)
+    return _MECHANISM.make_server(lambda _username: info)
