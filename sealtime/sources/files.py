@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import ConfigError
 from .base import LinkedBatch, LinkedReader, ReadBatch, Source
 from .decode import (
     SchemaMismatchError,
@@ -125,7 +126,7 @@ class Files(Source):
     >>> Files("/tmp", format="xml", schema={"a": "long"})
     Traceback (most recent call last):
     ...
-    ValueError: Files(format='xml'): unknown format; use one of 'jsonl', 'csv', 'parquet'
+    sealtime.errors.ConfigError: Files(format='xml'): unknown format; use one of 'jsonl', 'csv', 'parquet'
     """
 
     def __init__(
@@ -146,27 +147,27 @@ class Files(Source):
         self.path = os.fspath(path)
         fmt = _FORMAT_ALIASES.get(str(format).lower())
         if fmt is None:
-            raise ValueError(
+            raise ConfigError(
                 f"Files(format={format!r}): unknown format; use one of "
                 + ", ".join(repr(f) for f in FORMATS)
             )
         self.format = fmt
         if schema is None:
-            raise ValueError(
+            raise ConfigError(
                 f"Files({self.path!r}): pass schema=..., e.g. schema={{'k': 'string', 'v': 'long'}}"
             )
         self.schema = to_arrow_schema(schema)
         self.pattern = pattern
         self._finite = bool(finite)
         if settle < 0:
-            raise ValueError(f"Files(settle={settle!r}): must be >= 0 seconds")
+            raise ConfigError(f"Files(settle={settle!r}): must be >= 0 seconds")
         self.settle = float(settle)
         self.header = bool(header)
         if len(delimiter) != 1:
-            raise ValueError(f"Files(delimiter={delimiter!r}): must be one character")
+            raise ConfigError(f"Files(delimiter={delimiter!r}): must be one character")
         self.delimiter = delimiter
         if max_per_read < 1 or max_bytes_per_read < 1:
-            raise ValueError("Files: max_per_read and max_bytes_per_read must be >= 1")
+            raise ConfigError("Files: max_per_read and max_bytes_per_read must be >= 1")
         self.max_per_read = int(max_per_read)
         self.max_bytes_per_read = int(max_bytes_per_read)
         self.clock = clock
@@ -206,13 +207,13 @@ def _parse_position(position: Any) -> tuple[str | None, int]:
         return None, 0
     fix = 'pass a position returned by this source, e.g. {"file": "a.jsonl", "offset": 0}'
     if not isinstance(position, dict) or set(position) - {"file", "offset"}:
-        raise ValueError(f"Files.open(position={position!r}): not a Files position; {fix}")
+        raise ConfigError(f"Files.open(position={position!r}): not a Files position; {fix}")
     name = position.get("file")
     offset = position.get("offset", 0)
     if name is not None and not isinstance(name, str):
-        raise ValueError(f"Files.open(position={position!r}): 'file' must be a name; {fix}")
+        raise ConfigError(f"Files.open(position={position!r}): 'file' must be a name; {fix}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"Files.open(position={position!r}): 'offset' must be an int >= 0; {fix}")
+        raise ConfigError(f"Files.open(position={position!r}): 'offset' must be an int >= 0; {fix}")
     return name, offset
 
 
@@ -463,7 +464,7 @@ class FilesReader(LinkedReader):
                 if self.offset < len(line):
                     self.offset = len(line)
         if self.offset > self._size:
-            raise ValueError(
+            raise ConfigError(
                 f"{src!r}: position offset {self.offset} is beyond the end of {self.file!r} "
                 f"({self._size} {'rows' if src.format == 'parquet' else 'bytes'}); the file "
                 "changed after it was read. Files must not change once complete; restart "
@@ -506,9 +507,11 @@ class FilesReader(LinkedReader):
         self._done = self.offset >= self._size
         if not buf and self.offset < self._size:  # should not happen: keep moving
             self._done = True
-        where = f"{self.file}[bytes {start}:{self.offset}]:"
+        # Reasons name the file and each line's byte offset in it (`decode`): the same
+        # whatever chunk the line was read in.
+        where = self.file or ""
         if src.format == "jsonl":
-            data, errs = decode_json_lines(buf, src.schema, where=where)
+            data, errs = decode_json_lines(buf, src.schema, where=where, at=start)
         else:
             data, errs = decode_csv(
                 self._header if src.header else None,
@@ -517,6 +520,7 @@ class FilesReader(LinkedReader):
                 delimiter=src.delimiter,
                 source=repr(src),
                 where=where,
+                at=start,
             )
         return data, errs, len(buf)
 

@@ -30,6 +30,7 @@ One group and consumer per source: the group is this source's cursor in the stre
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -37,8 +38,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ConfigError
 from .base import BrokerFailed, BrokerHealth, BrokerReader, ReadBatch, Source
-from .decode import cast_strings, decode_json_messages, empty_table, errors_table
+from .decode import (
+    cast_strings,
+    decode_json_messages,
+    empty_table,
+    errors_table,
+    invalid_utf8,
+)
 from .rows import to_arrow_schema
 
 __all__ = ["RedisStream", "RedisStreamReader", "parse_id"]
@@ -55,12 +63,14 @@ def parse_id(entry_id: Any) -> tuple[int, int]:
     >>> parse_id("12")
     Traceback (most recent call last):
     ...
-    ValueError: Redis stream ID '12': expected '<ms>-<seq>', e.g. '1700000000000-0'
+    sealtime.errors.ConfigError: Redis stream ID '12': expected '<ms>-<seq>', e.g. '1700000000000-0'
     """
     text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
     m = _ID_RE.match(text)
     if m is None:
-        raise ValueError(f"Redis stream ID {text!r}: expected '<ms>-<seq>', e.g. '1700000000000-0'")
+        raise ConfigError(
+            f"Redis stream ID {text!r}: expected '<ms>-<seq>', e.g. '1700000000000-0'"
+        )
     return int(m.group(1)), int(m.group(2))
 
 
@@ -85,7 +95,7 @@ class RedisStream(Source):
     >>> RedisStream("k", schema={"a": "long"}, format="xml")
     Traceback (most recent call last):
     ...
-    ValueError: RedisStream(format='xml'): use 'jsonl' (a JSON object in one field) or 'fields'
+    sealtime.errors.ConfigError: RedisStream(format='xml'): use 'jsonl' (a JSON object in one field) or 'fields'
     """
 
     def __init__(
@@ -110,12 +120,12 @@ class RedisStream(Source):
         if fmt == "json":
             fmt = "jsonl"
         if fmt not in ("jsonl", "fields"):
-            raise ValueError(
+            raise ConfigError(
                 f"RedisStream(format={format!r}): use 'jsonl' (a JSON object in one field) "
                 "or 'fields'"
             )
         if schema is None:
-            raise ValueError(
+            raise ConfigError(
                 "RedisStream: pass schema=..., e.g. schema={'k': 'string', 'v': 'long'}"
             )
         self.key = key
@@ -128,14 +138,14 @@ class RedisStream(Source):
         self.id_column = id_column
         if id_column is not None:
             if id_column in self.decoded_schema.names:
-                raise ValueError(
+                raise ConfigError(
                     f"RedisStream(id_column={id_column!r}): the schema already has that column"
                 )
             self.schema = self.decoded_schema.append(pa.field(id_column, pa.string()))
         else:
             self.schema = self.decoded_schema
         if count < 1 or max_per_read < 1:
-            raise ValueError("RedisStream: count and max_per_read must be >= 1")
+            raise ConfigError("RedisStream: count and max_per_read must be >= 1")
         self.count = int(count)
         self.max_per_read = int(max_per_read)
         self.block_ms = block_ms
@@ -158,7 +168,7 @@ class RedisStream(Source):
         try:
             parse_id(position)
         except ValueError:
-            raise ValueError(
+            raise ConfigError(
                 f"RedisStream.open(position={position!r}): pass an entry ID returned by this "
                 "source ('<ms>-<seq>'), or None for the start"
             ) from None
@@ -323,21 +333,51 @@ class RedisStreamReader(BrokerReader):
                 errs = errors_table(raws, [f"{where} entry has no field {src.field!r}"] * len(raws))
                 errors = errs if errors is None else pa.concat_tables([errs, errors])
         else:
-            names = [f.name for f in src.decoded_schema]
-            columns = {}
-            for name in names:
-                k = name.encode()
-                columns[name] = _text_array([f.get(k) for _, f in entries])
-            table = pa.table(columns)
-
-            def raw(idx: np.ndarray) -> list[str]:
-                return [_entry_text(entries[i][1]) for i in idx.tolist()]
-
-            data, errors, ok = cast_strings(table, src.decoded_schema, raw, where=where)
+            data, errors, ok = self._fields(entries, where)
             kept_ids = np.asarray(ids, dtype=object)[ok]
         if src.id_column is not None:
             data = data.append_column(src.id_column, pa.array(list(kept_ids), pa.string()))
         return ReadBatch(data, position=self.last, errors=errors)
+
+    def _fields(
+        self, entries: list[tuple[bytes, dict[bytes, bytes]]], where: str
+    ) -> tuple[pa.Table, pa.Table | None, np.ndarray]:
+        """The ``fields`` format: each entry's fields are the columns, cast from text
+        (`cast_strings`). An entry with a declared field that is not UTF-8 is an error
+        row (its bytes are never replaced by U+FFFD in a value). Returns ``(data,
+        errors, ok)`` with `ok` the mask of the entries kept."""
+        schema = self.source.decoded_schema
+        utf8: dict[int, str] = {}
+        columns = {}
+        for f in schema:
+            values = pa.array([e.get(f.name.encode()) for _, e in entries], pa.binary())
+            for i in invalid_utf8(values).tolist():
+                b64 = base64.b64encode(values[i].as_py()).decode("ascii")
+                why = f"{where} field {f.name!r} is not valid UTF-8 (its bytes in base64: {b64})"
+                utf8.setdefault(i, why)
+            columns[f.name] = values
+        keep = np.ones(len(entries), dtype=bool)
+        keep[list(utf8)] = False
+        rows = np.flatnonzero(keep)
+        kept = pa.array(keep) if utf8 else None
+        table = pa.table(
+            {
+                name: (col if kept is None else col.filter(kept)).cast(pa.string())
+                for name, col in columns.items()
+            }
+        )
+
+        def raw(idx: np.ndarray) -> list[str]:
+            return [_entry_text(entries[rows[i]][1]) for i in idx.tolist()]
+
+        data, errors, ok = cast_strings(table, schema, raw, where=where)
+        mask = keep.copy()
+        mask[rows] = ok
+        if utf8:
+            bad = sorted(utf8)
+            first = errors_table([_entry_text(entries[i][1]) for i in bad], [utf8[i] for i in bad])
+            errors = first if errors is None else pa.concat_tables([first, errors])
+        return data, errors, mask
 
 
 def _transient() -> tuple[type[BaseException], ...]:
@@ -345,16 +385,6 @@ def _transient() -> tuple[type[BaseException], ...]:
     import redis
 
     return (redis.ConnectionError, redis.TimeoutError, ConnectionError)
-
-
-def _text_array(values: list[bytes | None]) -> pa.Array:
-    arr = pa.array(values, pa.binary())
-    try:
-        return arr.cast(pa.string())
-    except pa.ArrowInvalid:  # invalid UTF-8: replace the bad bytes
-        return pa.array(
-            [None if v is None else v.decode("utf-8", "replace") for v in values], pa.string()
-        )
 
 
 def _entry_text(fields: dict[bytes, bytes]) -> str:
