@@ -62,6 +62,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..errors import ConfigError, SealtimeError
 from .base import BrokerFailed, BrokerHealth, BrokerReader, ReadBatch, Source
 from .decode import decode_json_messages, empty_table
 from .rows import to_arrow_schema
@@ -73,6 +74,11 @@ T = TypeVar("T")
 #: Most already-logged messages (ack handles only) one catch-up read passes over: a few
 #: seconds of pulling, so a read stays short however far the frontier lags.
 _CATCHUP_SKIPS = 100_000
+
+
+class _ConsumerGone(SealtimeError, RuntimeError):
+    """The server deleted the consumer under a fetch: `read` catches it, stalls and sets
+    the consumer up again (not a failure of the source)."""
 
 
 class _LoopThread:
@@ -120,7 +126,7 @@ class NatsJetStream(Source):
     >>> NatsJetStream("a", stream="S", schema={"x": "long"}, format="csv")
     Traceback (most recent call last):
     ...
-    ValueError: NatsJetStream(format='csv'): only 'jsonl' (one JSON object per message) is supported
+    sealtime.errors.ConfigError: NatsJetStream(format='csv'): only 'jsonl' (one JSON object per message) is supported
     """
 
     def __init__(
@@ -141,12 +147,12 @@ class NatsJetStream(Source):
         ack_wait: float = 600.0,
     ) -> None:
         if format.lower() not in ("jsonl", "json"):
-            raise ValueError(
+            raise ConfigError(
                 f"NatsJetStream(format={format!r}): only 'jsonl' (one JSON object per message) "
                 "is supported"
             )
         if schema is None:
-            raise ValueError(
+            raise ConfigError(
                 "NatsJetStream: pass schema=..., e.g. schema={'id': 'long', 'name': 'string'}"
             )
         self.subject = subject
@@ -154,16 +160,16 @@ class NatsJetStream(Source):
         self.url = url
         self.durable = durable or "sealtime_" + re.sub(r"[^A-Za-z0-9_-]", "_", subject)
         if re.search(r"[.*> \t]", self.durable):
-            raise ValueError(
+            raise ConfigError(
                 f"NatsJetStream(durable={self.durable!r}): a consumer name cannot contain "
                 "'.', '*', '>' or whitespace"
             )
         self.schema = to_arrow_schema(schema)
         self.format = "jsonl"
         if fetch_batch < 1 or max_per_read < 1:
-            raise ValueError("NatsJetStream: fetch_batch and max_per_read must be >= 1")
+            raise ConfigError("NatsJetStream: fetch_batch and max_per_read must be >= 1")
         if fetch_timeout <= 0:
-            raise ValueError("NatsJetStream: fetch_timeout must be > 0 seconds")
+            raise ConfigError("NatsJetStream: fetch_timeout must be > 0 seconds")
         self.fetch_batch = int(fetch_batch)
         self.fetch_timeout = float(fetch_timeout)
         self.max_per_read = int(max_per_read)
@@ -199,7 +205,7 @@ class NatsJetStream(Source):
         if position is None:
             return 0
         if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-            raise ValueError(
+            raise ConfigError(
                 f"NatsJetStream.{method}(position={position!r}): pass a stream sequence number "
                 "returned by this source (an int >= 0), or None for the start"
             )
@@ -316,7 +322,7 @@ class NatsJetStreamReader(BrokerReader):
         ignored. If the ack cannot be sent (server unreachable) it is retried by the next
         call or read."""
         if isinstance(position, bool) or not isinstance(position, int):
-            raise ValueError(
+            raise ConfigError(
                 f"NatsJetStreamReader.acknowledge({position!r}): pass a position returned by read"
             )
         if position <= self.acked:
@@ -640,7 +646,7 @@ class NatsJetStreamReader(BrokerReader):
             before = len(self._buf)
             await self._pull(n, wait=False)
             if self._consumer_gone:
-                raise RuntimeError(f"consumer {self._consumer!r}: {self._consumer_gone}")
+                raise _ConsumerGone(f"consumer {self._consumer!r}: {self._consumer_gone}")
             got = len(self._buf) - before
             if got >= n:
                 continue
@@ -682,7 +688,7 @@ class NatsJetStreamReader(BrokerReader):
             before = len(self._buf)
             await self._pull(src.fetch_batch, wait=False)
             if self._consumer_gone:
-                raise RuntimeError(f"consumer {self._consumer!r}: {self._consumer_gone}")
+                raise _ConsumerGone(f"consumer {self._consumer!r}: {self._consumer_gone}")
             if len(self._buf) == before:
                 if self._pull_status in ("404", "408"):
                     catchup.done = True
@@ -709,5 +715,8 @@ def _sequences(reply: str) -> tuple[int, int]:
     elif len(tokens) >= 11:
         base = 4
     else:
-        raise ValueError(f"not a JetStream ack subject: {reply!r}")
+        raise BrokerFailed(
+            f"not a JetStream ack subject: {reply!r}; the message did not come through a "
+            "JetStream consumer (is the subject also published to outside the stream?)"
+        )
     return int(tokens[base + 3]), int(tokens[base + 4])
