@@ -18,6 +18,7 @@ __all__ = [
     "Sliding",
     "Tumbling",
     "avg",
+    "connect",
     "count",
     "count_distinct",
     "errors",
@@ -32,18 +33,19 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Dataflow": ("sealtime.dataflow.dataflow", "Dataflow"),
+    "Dataflow": ("sealtime.flow", "Dataflow"),
     "Collection": ("sealtime.dataflow.collection", "Collection"),
-    "Tumbling": ("sealtime.dataflow.windows", "Tumbling"),
-    "Sliding": ("sealtime.dataflow.windows", "Sliding"),
-    "Session": ("sealtime.dataflow.windows", "Session"),
-    "sum": ("sealtime.dataflow.aggregates", "sum"),
-    "count": ("sealtime.dataflow.aggregates", "count"),
-    "min": ("sealtime.dataflow.aggregates", "min"),
-    "max": ("sealtime.dataflow.aggregates", "max"),
-    "avg": ("sealtime.dataflow.aggregates", "avg"),
-    "count_distinct": ("sealtime.dataflow.aggregates", "count_distinct"),
+    "Tumbling": ("sealtime.plan.windows", "Tumbling"),
+    "Sliding": ("sealtime.plan.windows", "Sliding"),
+    "Session": ("sealtime.plan.windows", "Session"),
+    "sum": ("sealtime.plan.aggregates", "sum"),
+    "count": ("sealtime.plan.aggregates", "count"),
+    "min": ("sealtime.plan.aggregates", "min"),
+    "max": ("sealtime.plan.aggregates", "max"),
+    "avg": ("sealtime.plan.aggregates", "avg"),
+    "count_distinct": ("sealtime.plan.aggregates", "count_distinct"),
     "subscribe": ("sealtime.pubsub", "subscribe"),
+    "connect": ("sealtime.serve.client", "connect"),
 }
 
 

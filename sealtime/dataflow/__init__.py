@@ -1,10 +1,10 @@
-"""The user API: `Dataflow`, `Collection`, windows and aggregates."""
+"""The user API: `Dataflow` and `Collection` build a `sealtime.plan.Plan`."""
 
-from . import aggregates
-from .aggregates import avg, count, count_distinct, max, min, sum
+from ..plan import aggregates
+from ..plan.aggregates import avg, count, count_distinct, max, min, sum
+from ..plan.windows import Session, Sliding, Tumbling
 from .collection import Collection
 from .dataflow import Dataflow, SourceCollection
-from .windows import Session, Sliding, Tumbling
 
 __all__ = [
     "Collection",

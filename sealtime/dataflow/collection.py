@@ -16,12 +16,36 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..columns import DIFF, TIME
-from ..errors import PlanError, SchemaError
-from ..spark.plans import Projection
-from .aggregates import Aggregate
-from .fingerprint import frame_text
-from .plan import Node
-from .windows import Session, WindowSpec
+from ..errors import ConfigError, PlanError, SchemaError
+from ..plan import (
+    LAST_UPDATE,
+    TIMED_OUT_AT,
+    WINDOW_END,
+    WINDOW_START,
+    AdvanceTime,
+    Aggregate,
+    Aggregation,
+    AssignWindows,
+    Consolidate,
+    Distinct,
+    Filter,
+    Inspect,
+    Join,
+    Map,
+    Negate,
+    PlanNode,
+    Project,
+    Reduce,
+    SessionReduce,
+    Timeout,
+    TopK,
+    TopKOrder,
+    Union,
+    WindowedReduce,
+    parse_order_by,
+)
+from ..plan.fingerprint import frame_text
+from ..plan.windows import Session, WindowSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,7 +79,7 @@ class Collection:
     [('a', 1, 1, 1), ('a', 1, 2, -1), ('a', 2, 2, 1), ('b', 1, 2, 1)]
     """
 
-    def __init__(self, flow: Dataflow, node: Node) -> None:
+    def __init__(self, flow: Dataflow, node: PlanNode) -> None:
         self._flow = flow
         self._node = node
 
@@ -91,8 +115,8 @@ class Collection:
         return self._node.name
 
     @property
-    def node(self) -> Node:
-        """The plan node this collection is the output of (`sealtime.dataflow.plan`)."""
+    def node(self) -> PlanNode:
+        """The plan node this collection is the output of (`sealtime.plan`)."""
         return self._node
 
     @property
@@ -122,35 +146,20 @@ class Collection:
         return f"Collection({self._node.describe()}, columns={self.columns})"
 
     # ------------------------------------------------------------------ stateless
-    def _derive(
-        self, kind: str, name: str, fn: Callable[[DataFrame], DataFrame], **extra: Any
-    ) -> Collection:
-        """A per-row operator given as a function of the input delta DataFrame."""
-        probe = fn(self._flow._empty_delta(self._node.schema))
-        missing = [c for c in (TIME, DIFF) if c not in probe.columns]
-        if missing:
-            raise ValueError(f"{name}: the function dropped {missing}; keep the system columns")
-        schema = T.StructType([f for f in probe.schema.fields if f.name not in _SYSTEM])
-        node = Node(
-            kind,
-            name,
-            [self._node],
-            schema,
-            # (the expressions `fn` applies, for the plan's fingerprint)
-            params={"fn": fn, "plan": frame_text(probe), **extra},
-            monotonic=self._node.monotonic,
-            window=self._node.window if self._keeps_window(schema) else None,
-            priority_column=self._node.priority_column
-            if self._node.priority_column in schema.names
-            else None,
-        )
-        return self._flow._add(node)
+    def _delta_schema(self, frame: DataFrame) -> T.StructType:
+        """The data columns of a probe frame (system columns dropped)."""
+        return T.StructType([f for f in frame.schema.fields if f.name not in _SYSTEM])
 
-    def _keeps_window(self, schema: T.StructType) -> bool:
-        spec = self._node.window
-        if spec is None:
-            return False
-        return isinstance(spec, Session) or {"window_start", "window_end"} <= set(schema.names)
+    def _project(self, name: str, projection: Sequence[str | Column]) -> Collection:
+        """A `Project` of this collection to `projection` (each entry named)."""
+        probe = self._flow._empty_delta(self._node.schema).select(*projection, TIME, DIFF)
+        return self._flow._add(
+            Project,
+            name=name,
+            inputs=(self._node,),
+            schema=self._delta_schema(probe),
+            projection=tuple(projection),
+        )
 
     def select(self, *columns: str | Column) -> Collection:
         """Project to `columns` (names or Spark Column expressions).
@@ -163,16 +172,8 @@ class Collection:
         """
         for c in columns:
             if isinstance(c, str) and c in _SYSTEM:
-                raise ValueError(f"select({c!r}): system columns are kept automatically")
-        built: list[Projection] = []  # made on first use, when Spark is running
-
-        def select(df: DataFrame) -> DataFrame:
-            if not built:
-                built.append(Projection([*columns, TIME, DIFF]))
-            return built[0].apply(df)
-
-        select.__name__ = "select"
-        return self._derive("map", "select", select)
+                raise PlanError(f"select({c!r}): system columns are kept automatically")
+        return self._project("select", columns)
 
     def with_columns(
         self, columns: Mapping[str, Column] | None = None, **named: Column
@@ -189,8 +190,12 @@ class Collection:
         exprs.update(named)
         for k in exprs:
             if k in _SYSTEM:
-                raise ValueError(f"with_columns({k}=...): {k} is a system column")
-        return self._derive("map", "with_columns", lambda df: df.withColumns(exprs))
+                raise PlanError(f"with_columns({k}=...): {k} is a system column")
+        # (withColumns as one projection: replaced columns keep their place)
+        kept = self.columns
+        projection: list[str | Column] = [exprs[c].alias(c) if c in exprs else c for c in kept]
+        projection += [e.alias(k) for k, e in exprs.items() if k not in kept]
+        return self._project("with_columns", projection)
 
     def filter(self, condition: Column | str) -> Collection:
         """Keep rows satisfying `condition` (a Column or a SQL expression string).
@@ -202,7 +207,10 @@ class Collection:
         [(7, 1, 1)]
         """
         cond = F.expr(condition) if isinstance(condition, str) else condition
-        return self._derive("map", "filter", lambda df: df.filter(cond))
+        self._flow._empty_delta(self._node.schema).filter(cond)  # (a bad condition fails now)
+        return self._flow._add(
+            Filter, name="filter", inputs=(self._node,), schema=self._node.schema, condition=cond
+        )
 
     def flat_map(self, **exploded: Column) -> Collection:
         """Replace one row by one row per element of an array expression.
@@ -216,9 +224,15 @@ class Collection:
         [('to be', 'be', 1, 1), ('to be', 'to', 1, 1)]
         """
         if len(exploded) != 1:
-            raise ValueError("flat_map takes exactly one name=array_expression")
+            raise PlanError("flat_map takes exactly one name=array_expression")
         ((name, expr),) = exploded.items()
-        return self._derive("map", "flat_map", lambda df: df.withColumn(name, F.explode(expr)))
+        if name in _SYSTEM:
+            raise PlanError(f"flat_map({name}=...): {name} is a system column")
+        each = F.explode(expr).alias(name)
+        projection: list[str | Column] = [each if c == name else c for c in self.columns]
+        if name not in self.columns:
+            projection.append(each)
+        return self._project("flat_map", projection)
 
     def map(self, fn: Callable[[DataFrame], DataFrame]) -> Collection:
         """Apply a per-row DataFrame transformation `fn` (it must keep ``_time``/``_diff``
@@ -232,7 +246,19 @@ class Collection:
         """
         # The node's name: a function's own name, else its type's (a callable object).
         named = isinstance(fn, (types.FunctionType, types.MethodType, types.BuiltinFunctionType))
-        return self._derive("map", fn.__name__ if named else type(fn).__name__, fn)
+        probe = fn(self._flow._empty_delta(self._node.schema))
+        missing = [c for c in (TIME, DIFF) if c not in probe.columns]
+        if missing:
+            raise PlanError(f"map: the function dropped {missing}; keep the system columns")
+        return self._flow._add(
+            Map,
+            name=fn.__name__ if named else type(fn).__name__,
+            inputs=(self._node,),
+            schema=self._delta_schema(probe),
+            fn=fn,
+            # (what the function computes, for the plan's fingerprint)
+            expressions=frame_text(probe),
+        )
 
     def negate(self) -> Collection:
         """The same updates with negated multiplicities (``-_diff``).
@@ -242,8 +268,9 @@ class Collection:
         >>> t.updates(t.rows({"v": "long"}, [(1, {"v": 1})]).negate())
         [(1, 1, -1)]
         """
-        node = Node("negate", "negate", [self._node], self._node.schema, window=self._node.window)
-        return self._flow._add(node)
+        return self._flow._add(
+            Negate, name="negate", inputs=(self._node,), schema=self._node.schema
+        )
 
     def consolidate(self) -> Collection:
         """Sum multiplicities of identical (row, time) updates and drop zeros.
@@ -255,16 +282,9 @@ class Collection:
         >>> t.updates(both.consolidate())
         [('a', 1, 2)]
         """
-        node = Node(
-            "consolidate",
-            "consolidate",
-            [self._node],
-            self._node.schema,
-            monotonic=self._node.monotonic,
-            window=self._node.window,
-            priority_column=self._node.priority_column,
+        return self._flow._add(
+            Consolidate, name="consolidate", inputs=(self._node,), schema=self._node.schema
         )
-        return self._flow._add(node)
 
     def union(self, *others: Collection, priority_column: str | None = None) -> Collection:
         """Concatenate collections with the same columns; inputs in priority order.
@@ -280,8 +300,8 @@ class Collection:
         >>> t.updates(west.union(east, priority_column="source"))
         [('pen', 0, 1, 1), ('ink', 1, 2, 1)]
         """
-        nodes = [self._node] + [o._node for o in others]
-        names = [f.name for f in self._node.schema.fields]
+        nodes = (self._node, *(o._node for o in others))
+        names = self.columns
         for o in others:
             if o._flow is not self._flow:
                 raise PlanError("union: collections belong to different dataflows")
@@ -294,18 +314,14 @@ class Collection:
             schema = T.StructType(
                 list(schema.fields) + [T.StructField(priority_column, T.IntegerType(), False)]
             )
-        specs = {n.window for n in nodes}
-        node = Node(
-            "union",
-            "union",
-            nodes,
-            schema,
-            params={"priority_column": priority_column, "names": names},
-            monotonic=all(n.monotonic for n in nodes),
-            window=specs.pop() if len(specs) == 1 else None,
-            priority_column=priority_column,
+        return self._flow._add(
+            Union,
+            name="union",
+            inputs=nodes,
+            schema=schema,
+            priority=priority_column,
+            names=tuple(names),
         )
-        return self._flow._add(node)
 
     def window(self, spec: WindowSpec) -> Collection:
         """Assign windows from ``_time``: adds ``window_start``/``window_end`` (ms, end
@@ -322,25 +338,19 @@ class Collection:
         """
         if not isinstance(spec, WindowSpec):
             raise TypeError(f"window() takes st.Tumbling, st.Sliding or st.Session, got {spec!r}")
-        fields = [
-            f for f in self._node.schema.fields if f.name not in ("window_start", "window_end")
-        ]
+        fields = [f for f in self._node.schema.fields if f.name not in (WINDOW_START, WINDOW_END)]
         if not isinstance(spec, Session):
             fields += [
-                T.StructField("window_start", T.LongType(), False),
-                T.StructField("window_end", T.LongType(), False),
+                T.StructField(WINDOW_START, T.LongType(), False),
+                T.StructField(WINDOW_END, T.LongType(), False),
             ]
-        node = Node(
-            "window",
-            f"window({spec})",
-            [self._node],
-            T.StructType(fields),
-            params={"spec": spec},
-            monotonic=self._node.monotonic,
-            window=spec,
-            priority_column=self._node.priority_column,
+        return self._flow._add(
+            AssignWindows,
+            name=f"window({spec})",
+            inputs=(self._node,),
+            schema=T.StructType(fields),
+            spec=spec,
         )
-        return self._flow._add(node)
 
     def advance_time(self, to: str | int) -> Collection:
         """Advance every update's time to the next multiple of `to` (a duration): an
@@ -360,30 +370,27 @@ class Collection:
         >>> t.updates(ev.advance_time(to="1s").aggregate(by="k", n=st.count()))
         [('a', 2, 1000, 1), ('a', 2, 2000, -1), ('a', 3, 2000, 1)]
         """
-        from .durations import parse_duration
+        from ..durations import parse_duration
 
         granularity = parse_duration(to, "advance_time(to)")
         if granularity < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"advance_time(to={to!r}): the granularity must be at least 1 ms, e.g. to='1s'"
             )
         if self._node.window is not None:
-            raise ValueError(
+            raise PlanError(
                 f"advance_time(to={to!r}) after window({self._node.window}): a windowed "
                 "aggregate needs every update inside its window, and rounding can move it "
                 "past window_end; call advance_time() before window(), or on the "
                 "aggregate's output"
             )
-        node = Node(
-            "advance_time",
-            f"advance_time({granularity}ms)",
-            [self._node],
-            self._node.schema,
-            params={"granularity": granularity},
-            monotonic=self._node.monotonic,
-            priority_column=self._node.priority_column,
+        return self._flow._add(
+            AdvanceTime,
+            name=f"advance_time({granularity}ms)",
+            inputs=(self._node,),
+            schema=self._node.schema,
+            granularity=granularity,
         )
-        return self._flow._add(node)
 
     def inspect(self, fn: Callable[[pa.Table, int | None, int | None], None]) -> Collection:
         """Call ``fn(updates: pyarrow.Table, lower, upper)`` with each sealed range's updates
@@ -399,17 +406,9 @@ class Collection:
         [1] None 5
         [2] 5 None
         """
-        node = Node(
-            "inspect",
-            "inspect",
-            [self._node],
-            self._node.schema,
-            params={"fn": fn},
-            monotonic=self._node.monotonic,
-            window=self._node.window,
-            priority_column=self._node.priority_column,
+        return self._flow._add(
+            Inspect, name="inspect", inputs=(self._node,), schema=self._node.schema, fn=fn
         )
-        return self._flow._add(node)
 
     # ------------------------------------------------------------------ stateful
     def aggregate(
@@ -432,30 +431,27 @@ class Collection:
         keys = _as_list(by)
         self._check_columns("aggregate(by=...)", keys)
         if not aggregates:
-            raise ValueError("aggregate() needs at least one name=st.<aggregate>(...)")
+            raise PlanError("aggregate() needs at least one name=st.<aggregate>(...)")
         for name, agg in aggregates.items():
             if not isinstance(agg, Aggregate):
                 raise TypeError(
                     f"aggregate({name}=...) takes st.sum/count/min/max/avg/count_distinct"
                 )
             agg.check(name, self._node.schema)
-        spec = self._node.window
         group = self._window_key(keys)
         types = {f.name: f for f in self._node.schema.fields}
         out_fields = [
             types[k] if k in types else T.StructField(k, T.LongType(), False) for k in group
         ]
         probe = self._flow._spark.createDataFrame([], self._node.schema)
-        from ..spark.reduce import AggregateReducer
+        from ..spark.reducers import AggregateReducer
 
         reducer = AggregateReducer(aggregates, self._node.schema)
         probe = reducer(
             probe.withColumn("_cnt", F.lit(1).cast("long")), [k for k in group if k in types]
         )
         out_fields += [f for f in probe.schema.fields if f.name in aggregates]
-        return self._reduce(
-            "aggregate", keys, {"aggregates": dict(aggregates)}, T.StructType(out_fields), spec
-        )
+        return self._reduce(keys, Aggregation(dict(aggregates)), T.StructType(out_fields))
 
     def timeout(self, by: str | Sequence[str], after: str | int) -> Collection:
         """A row when a key of `by` has had no update for `after` of logical time.
@@ -474,37 +470,36 @@ class Collection:
         >>> t.updates(readings.timeout(by="sensor", after="5s"))
         [('s1', 3000, 8000, 8000, 1)]
         """
-        from .durations import parse_duration
+        from ..durations import parse_duration
 
         keys = _as_list(by)
         if not keys:
-            raise ValueError("timeout(by=...) needs at least one key column, e.g. by='sensor'")
+            raise PlanError("timeout(by=...) needs at least one key column, e.g. by='sensor'")
         self._check_columns("timeout(by=...)", keys)
         after_ms = parse_duration(after, "timeout(after)")
         if after_ms < 1:
-            raise ValueError(f"timeout(after={after!r}) must be > 0, e.g. after='5m'")
-        clash = [c for c in ("last_update", "timed_out_at") if c in keys]
+            raise ConfigError(f"timeout(after={after!r}) must be > 0, e.g. after='5m'")
+        clash = [c for c in (LAST_UPDATE, TIMED_OUT_AT) if c in keys]
         if clash:
-            raise ValueError(
+            raise PlanError(
                 f"timeout(by={keys}): {clash} name output columns; rename the key first"
             )
         types = {f.name: f for f in self._node.schema.fields}
         schema = T.StructType(
             [types[k] for k in keys]
             + [
-                T.StructField("last_update", T.LongType(), False),
-                T.StructField("timed_out_at", T.LongType(), False),
+                T.StructField(LAST_UPDATE, T.LongType(), False),
+                T.StructField(TIMED_OUT_AT, T.LongType(), False),
             ]
         )
-        node = Node(
-            "timeout",
-            "timeout",
-            [self._node],
-            schema,
-            params={"by": keys, "after": after_ms},
-            monotonic=True,
+        return self._flow._add(
+            Timeout,
+            name="timeout",
+            inputs=(self._node,),
+            schema=schema,
+            by=tuple(keys),
+            after=after_ms,
         )
-        return self._flow._add(node)
 
     def top_k(
         self, by: str | Sequence[str] | None = None, order_by: str | Sequence[str] = (), k: int = 1
@@ -520,46 +515,48 @@ class Collection:
         >>> t.updates(bids.top_k(by="item", order_by="-price", k=1))
         [('pen', 3, 1, 1), ('pen', 3, 2, -1), ('pen', 9, 2, 1)]
         """
-        from ..spark.reduce import parse_order_by
-
         keys = _as_list(by)
         self._check_columns("top_k(by=...)", keys)
         order = parse_order_by(order_by)
         if not order:
-            raise ValueError("top_k needs order_by=..., e.g. order_by='-price'")
-        spec = self._node.window
-        group = self._window_key(keys)
+            raise ConfigError("top_k needs order_by=..., e.g. order_by='-price'")
+        if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+            raise ConfigError(f"top_k(k={k!r}): k must be a positive int")
+        for key in order:
+            if key.column in keys:
+                raise PlanError(
+                    f"top_k(order_by={key.column!r}): {key.column!r} is a key (by=) column; "
+                    "every row of a group has the same value there, so it cannot order them"
+                )
         fields = list(self._node.schema.fields)
-        if isinstance(spec, Session):
+        if isinstance(self._node.window, Session):
             fields += [
-                T.StructField("window_start", T.LongType(), False),
-                T.StructField("window_end", T.LongType(), False),
+                T.StructField(WINDOW_START, T.LongType(), False),
+                T.StructField(WINDOW_END, T.LongType(), False),
             ]
-        out = T.StructType(fields)
-        del group
-        return self._reduce("top_k", keys, {"k": k, "order_by": order}, out, spec)
+        return self._reduce(keys, TopKOrder(order, k), T.StructType(fields))
 
     def _window_key(self, keys: list[str]) -> list[str]:
         spec = self._node.window
         if spec is None:
             return keys
-        return ["window_start", "window_end"] + [
-            k for k in keys if k not in ("window_start", "window_end")
-        ]
+        return [WINDOW_START, WINDOW_END] + [k for k in keys if k not in (WINDOW_START, WINDOW_END)]
 
-    def _reduce(self, what: str, keys, params, schema, spec) -> Collection:
-        windowed = spec is not None
-        node = Node(
-            "windowed_reduce" if windowed else "reduce",
-            what,
-            [self._node],
-            schema,
-            params={"what": what, "by": keys, **params},
-            # A windowed reduction emits each window once: its output is append-only.
-            monotonic=windowed,
-            priority_column=self._node.priority_column if what == "top_k" else None,
-        )
-        return self._flow._add(node)
+    def _reduce(
+        self, keys: list[str], reduction: Aggregation | TopKOrder, schema: T.StructType
+    ) -> Collection:
+        """The reduction over this collection: per window when it is windowed (each
+        window emitted once, when sealed), else at every time."""
+        spec = self._node.window
+        common = {"name": reduction.what, "inputs": (self._node,), "schema": schema}
+        if spec is not None:
+            per_window = SessionReduce if isinstance(spec, Session) else WindowedReduce
+            return self._flow._add(per_window, by=tuple(keys), reduction=reduction, **common)
+        if isinstance(reduction, TopKOrder):
+            return self._flow._add(
+                TopK, by=tuple(keys), order_by=reduction.order_by, k=reduction.k, **common
+            )
+        return self._flow._add(Reduce, by=tuple(keys), aggregates=reduction.aggregates, **common)
 
     def join(self, other: Collection, on: str | Sequence[str], how: str = "inner") -> Collection:
         """Equi-join on the `on` columns; ``how`` is ``"inner"`` or ``"left"``.
@@ -583,19 +580,19 @@ class Collection:
             )
         keys = _as_list(on)
         if not keys:
-            raise ValueError("join(on=...) needs at least one column")
+            raise PlanError("join(on=...) needs at least one column")
         self._check_columns("join(on=...)", keys)
         other._check_columns("join(on=...)", keys)
         clash = (set(self.columns) & set(other.columns)) - set(keys)
         if clash:
-            raise ValueError(
+            raise PlanError(
                 f"join: both sides have columns {sorted(clash)} that are not join keys; "
                 "rename them on one side first (select/with_columns)"
             )
         if how == "inner":
             return self._inner_join(other, keys)
         if how != "left":
-            raise ValueError(f"join(how={how!r}): use 'inner' or 'left'")
+            raise ConfigError(f"join(how={how!r}): use 'inner' or 'left'")
         inner = self._inner_join(other, keys)
         matched_keys = other.select(*keys).distinct()
         matched = self._inner_join(matched_keys, keys)
@@ -611,15 +608,13 @@ class Collection:
         fields = [left_fields[k] for k in keys]
         fields += [f for f in self._node.schema.fields if f.name not in keys]
         fields += [f for f in other._node.schema.fields if f.name not in keys]
-        node = Node(
-            "join",
-            "join",
-            [self._node, other._node],
-            T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]),
-            params={"on": keys},
-            monotonic=self._node.monotonic and other._node.monotonic,
+        return self._flow._add(
+            Join,
+            name="join",
+            inputs=(self._node, other._node),
+            schema=T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]),
+            on=tuple(keys),
         )
-        return self._flow._add(node)
 
     def distinct(self) -> Collection:
         """Set semantics: each row present (positive multiplicity) appears once.
@@ -630,8 +625,9 @@ class Collection:
         >>> t.updates(s.distinct())
         [('a', 1, 1)]
         """
-        node = Node("distinct", "distinct", [self._node], self._node.schema)
-        return self._flow._add(node)
+        return self._flow._add(
+            Distinct, name="distinct", inputs=(self._node,), schema=self._node.schema
+        )
 
     def _check_columns(self, what: str, cols: Sequence[str]) -> None:
         missing = [c for c in cols if c not in self.columns]

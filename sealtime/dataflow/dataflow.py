@@ -14,14 +14,23 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..columns import DIFF, TIME
-from ..errors import ConfigError, SchemaError
+from ..columns import DIFF, SUBSOURCE, TIME
+from ..durations import parse_duration
+from ..errors import ConfigError, PlanError, SchemaError, StateError
+from ..plan import (
+    Filter,
+    Plan,
+    PlanNode,
+    Project,
+    RunConfig,
+    SideOutput,
+    SinkEdge,
+    Source,
+    SourceOutput,
+)
 from ..sinks.base import Sink, SinkBinding
-from ..sources.base import Source
-from ..spark.plans import Projection
+from ..sources.base import Source as Connector
 from .collection import Collection
-from .durations import parse_duration
-from .plan import Node, Plan, RunConfig, infer_bound
 
 __all__ = ["Dataflow", "SourceCollection"]
 
@@ -33,36 +42,43 @@ class SourceCollection(Collection):
     def late(self) -> Collection:
         """Records whose event time was already sealed when they arrived, with the
         original columns and a ``reason``; stamped at the frontier they missed."""
-        return self._flow._source_output(self._node, "late")
+        return self._flow._source_output(self._node, SideOutput.LATE)
 
     @property
     def errors(self) -> Collection:
         """Records that could not be decoded: ``raw`` and ``reason``."""
-        return self._flow._source_output(self._node, "errors")
+        return self._flow._source_output(self._node, SideOutput.ERRORS)
 
     def subsource(self, name: str) -> Collection:
         """One output of a source with several (``Nexmark``: ``"person"``, ``"auction"``,
         ``"bid"``): the rows whose ``_subsource`` is `name`, with that output's columns.
         ``src["bid"]`` is the same. All outputs share the source's binding and frontier."""
-        subsources = self._node.params["source"].subsources
+        node = self._node
+        assert isinstance(node, Source)
+        subsources = node.source.subsources
         if not subsources:
-            raise ValueError(f"source {self._node.name!r} has no subsources")
+            raise PlanError(f"source {node.name!r} has no subsources")
         if name not in subsources:
-            raise ValueError(
-                f"source {self._node.name!r} has no subsource {name!r}; "
-                f"it has {', '.join(subsources)}"
+            raise PlanError(
+                f"source {node.name!r} has no subsource {name!r}; it has {', '.join(subsources)}"
             )
         cols = [f.name for f in subsources[name] if f.name not in (TIME, DIFF)]
-
-        built: list = []  # the filter and the projection, built on first use only
-
-        def pick(df: DataFrame) -> DataFrame:
-            if not built:
-                built.extend([F.col("_subsource") == name, Projection([*cols, TIME, DIFF])])
-            return built[1].apply(df.filter(built[0]))
-
-        pick.__name__ = f"subsource[{name}]"
-        return self.map(pick)
+        flow = self._flow
+        rows = flow._add(
+            Filter,
+            name=f"subsource[{name}]",
+            inputs=(node,),
+            schema=node.schema,
+            condition=F.col(SUBSOURCE) == name,
+        )
+        schema = T.StructType([f for f in node.schema.fields if f.name in cols])
+        return flow._add(
+            Project,
+            name=f"subsource[{name}]",
+            inputs=(rows.node,),
+            schema=T.StructType([schema[c] for c in cols]),
+            projection=tuple(cols),
+        )
 
     def __getitem__(self, name: str) -> Collection:
         return self.subsource(name)
@@ -72,7 +88,7 @@ class SourceCollection(Collection):
         """The source's status as a one-row collection (``source``, ``status``):
         ``running``, ``stalled`` (e.g. its broker is unreachable, the reader retries) or
         ``failed: reason``. Each change retracts the old row and adds the new one."""
-        return self._flow._source_output(self._node, "health")
+        return self._flow._source_output(self._node, SideOutput.HEALTH)
 
 
 class Dataflow:
@@ -160,15 +176,15 @@ class Dataflow:
 
             spark = get_or_create_session(master=master, app_name=f"sealtime-{name}")
         self._spark = spark
-        self._nodes: list[Node] = []
-        self._sinks: list[tuple[Node, Any]] = []
+        self._nodes: list[PlanNode] = []
+        self._sinks: list[SinkEdge] = []
         #: Called as ``fn(engine, report)`` after every tick (the web view's snapshots).
         self.tick_observers: list[Callable[[Any, Any], None]] = []
         self._ui_server: Any = None
         self._scratch = False  # inside provisional(keep=False)
         #: views registered by `create_view`, by name (owned by `sealtime.sql`)
         self.sql_views: dict[str, Any] = {}
-        self._source_outputs: dict[tuple[int, str], Collection] = {}
+        self._source_outputs: dict[tuple[int, SideOutput], Collection] = {}
         #: topic -> Publish sink (its ``address`` is where subscribers connect)
         self.publications: dict[str, Any] = {}
         self._catalog: Any = None  # sealtime.pubsub.catalog.Catalog, on first use
@@ -180,7 +196,7 @@ class Dataflow:
     def source(
         self,
         name: str,
-        source: Source,
+        source: Connector,
         *,
         time: str | None = None,
         lateness: str | int | None = None,
@@ -201,10 +217,10 @@ class Dataflow:
         >>> # flow.source("s", src, time="ts", lateness="4s", idle_timeout="5s")
         """
         if self._engine is not None:
-            raise RuntimeError("Dataflow: add sources before the first run()")
-        if any(n.kind == "source" and n.name == name for n in self._nodes):
-            raise ValueError(f"Dataflow: a source named {name!r} exists already")
-        if not isinstance(source, Source):
+            raise StateError("Dataflow: add sources before the first run()")
+        if any(isinstance(n, Source) and n.name == name for n in self._nodes):
+            raise PlanError(f"Dataflow: a source named {name!r} exists already")
+        if not isinstance(source, Connector):
             raise TypeError(
                 f"source {name!r}: expected a sealtime Source, got {type(source).__name__}"
             )
@@ -247,54 +263,35 @@ class Dataflow:
             future_ms = parse_duration(max_future, f"source {name!r} max_future")
         names = [n for n in source.schema.names if n not in (TIME, DIFF)]
         spark_schema = self._spark_schema(source.schema, names)
-        node = Node(
-            "source",
-            name,
-            [],
-            spark_schema,
-            params={
-                "source": source,
-                "time": time,
-                "lateness": lateness_ms,
-                "max_rows": max_rows_per_tick,
-                # (only when set: a plan without it keeps the fingerprint it had)
-                **({"idle_timeout": idle_ms} if idle_ms is not None else {}),
-                **({"max_future": future_ms} if future_ms is not None else {}),
-            },
-            monotonic=source.insert_only,
-        )
-        self._add(node)
+        node = self._add(
+            Source,
+            name=name,
+            inputs=(),
+            schema=spark_schema,
+            source=source,
+            time_column=time,
+            lateness=lateness_ms,
+            max_rows=max_rows_per_tick,
+            idle_timeout=idle_ms,
+            max_future=future_ms,
+        ).node
         # The side outputs exist from the start, so they can be read after a run; unread
         # ones cost nothing (the engine skips stateless outputs nobody reads).
-        for which in ("late", "errors", "health"):
+        for which in SideOutput:
             self._source_output(node, which)
         return SourceCollection(self, node)
-
-    def sql(self, query: str) -> Collection:
-        """The collection a SQL query (Spark SQL dialect) defines over this dataflow's
-        sources and views, named as tables (see docs/sql.md; errors: `SqlError`)."""
-        from ..sql import sql
-
-        return sql(self, query)
-
-    def create_view(self, name: str, query: str | Collection) -> Collection:
-        """Like `sql`, and register the result as table `name` for later SQL (a
-        `Collection` may be registered too)."""
-        from ..sql import create_view
-
-        return create_view(self, name, query)
 
     def _spark_schema(self, schema: pa.Schema, names: list[str]) -> T.StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         return from_arrow_schema(pa.schema([schema.field(n) for n in names]))
 
-    def _source_output(self, node: Node, which: str) -> Collection:
+    def _source_output(self, node: PlanNode, which: SideOutput) -> Collection:
         key = (node.id, which)
         if key not in self._source_outputs:
-            if which == "late":
+            if which is SideOutput.LATE:
                 fields = list(node.schema.fields) + [T.StructField("reason", T.StringType(), True)]
-            elif which == "health":
+            elif which is SideOutput.HEALTH:
                 fields = [
                     T.StructField("source", T.StringType(), True),
                     T.StructField("status", T.StringType(), True),
@@ -304,15 +301,13 @@ class Dataflow:
                     T.StructField("raw", T.StringType(), True),
                     T.StructField("reason", T.StringType(), True),
                 ]
-            out = Node(
-                "source_output",
-                f"{node.name}.{which}",
-                [node],
-                T.StructType(fields),
-                params={"output": which},
+            self._source_outputs[key] = self._add(
+                SourceOutput,
+                name=f"{node.name}.{which.value}",
+                inputs=(node,),
+                schema=T.StructType(fields),
+                output=which,
             )
-            self._add(out)
-            self._source_outputs[key] = Collection(self, out)
         return self._source_outputs[key]
 
     # ------------------------------------------------------------------ graph access
@@ -328,12 +323,12 @@ class Dataflow:
         return self._engine is not None
 
     @property
-    def nodes(self) -> tuple[Node, ...]:
+    def nodes(self) -> tuple[PlanNode, ...]:
         """The plan's operator nodes so far, in the order they were added (topological)."""
         return tuple(self._nodes)
 
     @contextlib.contextmanager
-    def provisional(self, *, keep: bool = True) -> Iterator[list[Node]]:
+    def provisional(self, *, keep: bool = True) -> Iterator[list[PlanNode]]:
         """Add operators tentatively: those added inside the block are removed again if
         it raises, and always when `keep` is False (to show what a query *would* add,
         as ``EXPLAIN`` does; then even a started dataflow accepts them, since they never
@@ -348,7 +343,7 @@ class Dataflow:
         (['distinct'], True)
         """
         n = len(self._nodes)
-        added: list[Node] = []
+        added: list[PlanNode] = []
         scratch, self._scratch = self._scratch, self._scratch or not keep
         kept = False
         try:
@@ -360,17 +355,17 @@ class Dataflow:
             if not kept:
                 del self._nodes[n:]
 
-    def _add(self, node: Node) -> Collection:
+    def _add(self, kind: type[PlanNode], **fields: Any) -> Collection:
+        """Add a node of type `kind` (its id: its position) and return its collection."""
         if self._engine is not None and not self._scratch:
-            raise RuntimeError("Dataflow: the graph cannot change after the first run()")
-        node.id = len(self._nodes)
-        node.bounded_by = infer_bound(node)
+            raise StateError("Dataflow: the graph cannot change after the first run()")
+        node = kind(id=len(self._nodes), **fields)
         self._nodes.append(node)
         return Collection(self, node)
 
-    def _add_sink(self, node: Node, sink: Any) -> None:
+    def _add_sink(self, node: PlanNode, sink: Any) -> None:
         if self._engine is not None:
-            raise RuntimeError("Dataflow: add sinks before the first run()")
+            raise StateError("Dataflow: add sinks before the first run()")
         if not isinstance(sink, Sink):
             raise TypeError(
                 f"sink(): expected a sealtime sink (st.sinks.*, or a subclass of "
@@ -386,18 +381,18 @@ class Dataflow:
             ),
             owner=self,
         )
-        self._sinks.append((node, sink))
+        self._sinks.append(SinkEdge(node, sink))
 
-    def _add_publication(self, node: Node, topic: str, options: dict[str, Any]) -> None:
+    def _add_publication(self, node: PlanNode, topic: str, options: dict[str, Any]) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from ..pubsub.catalog import CATALOG_TOPIC
         from ..sinks.publish import Publish
 
         if self._engine is not None:
-            raise RuntimeError("Dataflow: publish before the first run()")
+            raise StateError("Dataflow: publish before the first run()")
         if topic in self.publications or topic == CATALOG_TOPIC:
-            raise ValueError(
+            raise PlanError(
                 f"publish({topic!r}): the topic is published already (or reserved); "
                 "pick another name"
             )
@@ -537,8 +532,8 @@ class Dataflow:
         # do; asking for ticks raises an error saying why — Engine.check_can_tick)
         if ticks is None and not forever and not engine.replaying and not engine.finished():
             for node in self._nodes:
-                if node.kind == "source" and not node.params["source"].finite:
-                    raise ValueError(
+                if isinstance(node, Source) and not node.source.finite:
+                    raise ConfigError(
                         f"run() would never end: source {node.name!r} is unbounded; "
                         "use run(ticks=N) or run(forever=True)"
                     )
@@ -604,12 +599,12 @@ class Dataflow:
         from ..engine.replay import ReplayPlan
 
         if self._engine is not None:
-            raise RuntimeError("replay() must be the first run of a Dataflow")
+            raise StateError("replay() must be the first run of a Dataflow")
         from ..storage.fs import DataFS
 
         source_dir = DataFS.from_uri(from_data_dir, setting="replay(from_data_dir)").location
         if source_dir == self.data_dir:
-            raise ValueError("replay(from_data_dir=...) must differ from this data_dir")
+            raise ConfigError("replay(from_data_dir=...) must differ from this data_dir")
         plan = ReplayPlan.load(
             source_dir, name or self.name, metadata=from_metadata, then_live=then_live
         )
@@ -655,26 +650,22 @@ class Dataflow:
     def bindings(self) -> list[dict[str, Any]]:
         """The bindings minted so far: per tick, ``into_time`` and each source's position
         and frontier."""
-        return [] if self._engine is None else list(self._engine.bindings)
+        return [] if self._engine is None else [b.to_json() for b in self._engine.bindings]
 
     def metrics(self) -> dict[str, Any]:
         """Counters per source: rows read, late rows, error rows, frontier."""
         if self._engine is None:
             return {"ticks": 0, "sources": {}}
+        snap = self._engine.snapshot()
         return {
-            "ticks": self._engine.tick_no,
+            "ticks": snap.tick,
             "sources": {
-                s.name: {
-                    "rows": s.rows_in,
-                    "late": s.late_count,
-                    "errors": s.error_count,
-                    "frontier": s.frontier,
-                }
-                for s in self._engine.sources.values()
+                s.name: {"rows": s.rows, "late": s.late, "errors": s.errors, "frontier": s.frontier}
+                for s in snap.sources
             },
         }
 
-    def _engine_frontier(self, node: Node) -> int | None:
+    def _engine_frontier(self, node: PlanNode) -> int | None:
         from ..time.order import MIN_TIME
 
         if self._engine is None:
@@ -684,12 +675,12 @@ class Dataflow:
     # ------------------------------------------------------------------ reading back
     def _require_record(self, what: str) -> None:
         if not self.record:
-            raise RuntimeError(
+            raise ConfigError(
                 f"{what} needs Dataflow(record=True) (it keeps every collection's updates); "
                 "with record=False read a sink instead"
             )
 
-    def _updates(self, node: Node) -> pa.Table:
+    def _updates(self, node: PlanNode) -> pa.Table:
         self._require_record("updates()")
         if self._engine is None:
             df = self._empty_delta(node.schema)
@@ -703,7 +694,7 @@ class Dataflow:
             [(TIME, "ascending")] + [(c, "ascending") for c in node.columns if _sortable(table, c)]
         )
 
-    def _to_spark(self, node: Node, as_of: int | None) -> DataFrame:
+    def _to_spark(self, node: PlanNode, as_of: int | None) -> DataFrame:
         self._require_record("to_spark()")
         df = (
             self._engine.trace_frame(node)
@@ -715,7 +706,7 @@ class Dataflow:
         acc = df.groupBy(*node.columns).agg(F.sum(DIFF).alias("_cnt")).filter(F.col("_cnt") != 0)
         negative = acc.filter(F.col("_cnt") < 0).limit(1).collect()
         if negative:
-            raise ValueError(
+            raise PlanError(
                 f"to_spark(as_of={as_of}): collection {node.name!r} has a row with negative "
                 f"multiplicity ({negative[0].asDict()}); read updates() instead"
             )

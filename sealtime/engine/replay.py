@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConfigError, PlanError, StateError
 from ..sources.base import Source
 from ..sources.timer import ClockedSource, HandOverReader
 from ..storage.fs import DataFS
@@ -49,6 +50,7 @@ from .ingest_log import LogFile
 __all__ = [
     "MARKER",
     "ReplayPlan",
+    "ReplayState",
     "hand_over",
     "hand_over_tick",
     "link_part",
@@ -88,12 +90,12 @@ class ReplayPlan:
             log = BindingLog(store, name)
             bindings = log.load()
             if not bindings:
-                raise ValueError(
+                raise ConfigError(
                     f"replay: no bindings for dataflow {name!r} in {from_dir}; "
                     "pass the data_dir (and name=) of the run to replay"
                 )
             if store.kv_get("log-truncation", name):
-                raise ValueError(
+                raise ConfigError(
                     f"replay: the log in {from_dir} was truncated behind a checkpoint; "
                     "replaying from the beginning needs a run with truncate_log=False"
                 )
@@ -131,12 +133,120 @@ class ReplayPlan:
         recorded = set(self.bindings[0].sources)
         for name, source in sources:
             if not restamped(source) and name not in recorded:
-                raise ValueError(
+                raise PlanError(
                     f"replay: Dataflow({flow_name!r}) has a source {name!r} that the run "
                     f"in {self.from_dir} did not record (it recorded {sorted(recorded)}); a "
                     "replayed graph may add operators, sinks and timers, but its other "
                     "sources must be the recorded ones"
                 )
+
+
+@dataclass
+class ReplayState:
+    """Where a data dir stands with respect to a replay (a plain run: `replay_ticks` 0).
+
+    * `plan`: the replay being run (None: none, or it is finished);
+    * `bindings`: the recorded bindings still replayed (None: not replaying);
+    * `replay_ticks`: how many ticks the replay has (kept in the marker, so a resumed
+      replay keeps the count it started with);
+    * `then_live` / `hand_over_at`: whether and at which tick it hands over to live
+      input; `restamp_hand_over`: the tick at which the *original* handed over, which a
+      changed-graph replay restamps too;
+    * `time_reset`: ``(from_time, to_time)`` of the hand-over this process made.
+
+    >>> plain = ReplayState()
+    >>> plain.replaying(0), plain.finished(5), plain.hand_over_at is None
+    (False, False, True)
+    """
+
+    plan: ReplayPlan | None = None
+    bindings: list[Binding] | None = None
+    replay_ticks: int = 0
+    then_live: bool = False
+    hand_over_at: int | None = None
+    restamp_hand_over: int | None = None
+    time_reset: tuple[int, int] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        store: MetadataStore,
+        flow: str,
+        plan: ReplayPlan | None,
+        stored: list[Binding],
+        sources: Iterable[tuple[str, Source]],
+    ) -> ReplayState:
+        """The replay state of `flow`'s data dir: `plan` when this run was asked to
+        replay, else what a marker left by an earlier run says. A data dir holding a
+        replay keeps a marker, so a restart continues an interrupted replay, hands over
+        if the replay finished just before, or refuses to run a finished replay-only
+        dir (`check_can_tick`)."""
+        marker = read_marker(store, flow)
+        if plan is not None:
+            same = marker is not None and (marker["from"], marker["name"]) == (
+                plan.from_dir,
+                plan.name,
+            )
+            if stored and not same:
+                raise PlanError(
+                    f"replay: Dataflow({flow!r}) already has {len(stored)} bindings in its "
+                    "data_dir; replay into a new, empty data_dir"
+                )
+            plan.check_sources(flow, sources)
+            if not stored or len(stored) < marker["ticks"]:
+                # (a resumed replay keeps the tick count it started with)
+                ticks = marker["ticks"] if stored else plan.ticks
+                plan = dataclasses.replace(plan, bindings=plan.bindings[:ticks])
+                write_marker(store, flow, plan)
+                marker = plan.marker()
+        elif marker is not None and len(stored) < marker["ticks"]:
+            plan = ReplayPlan.load(
+                marker["from"],
+                marker["name"],
+                metadata=marker.get("metadata"),
+                then_live=marker["then_live"],
+            )
+        state = cls(
+            plan=plan,
+            replay_ticks=0 if marker is None else int(marker["ticks"]),
+            then_live=bool(marker and marker["then_live"]),
+            hand_over_at=hand_over_tick(marker),
+        )
+        if plan is not None and len(stored) < state.replay_ticks:
+            state.bindings = plan.bindings[: state.replay_ticks]
+            state.restamp_hand_over = plan.recorded_hand_over
+        return state
+
+    def replaying(self, tick_no: int) -> bool:
+        """Do recorded ticks remain to be replayed after tick `tick_no`?"""
+        return self.bindings is not None and tick_no < self.replay_ticks
+
+    def recorded(self, tick: int) -> Binding | None:
+        """The recorded binding tick `tick` replays (None: a live tick)."""
+        if self.bindings is None or tick > self.replay_ticks:
+            return None
+        return self.bindings[tick - 1]
+
+    def finished(self, tick_no: int) -> bool:
+        """Has a replay that does not go live run all its ticks?"""
+        return bool(self.replay_ticks) and tick_no >= self.replay_ticks and not self.then_live
+
+    def check_can_tick(self, flow: str, tick_no: int) -> None:
+        """Raise a clear error when the next tick cannot run: a finished replay that was
+        not asked to continue live."""
+        if self.finished(tick_no):
+            raise StateError(
+                f"Dataflow({flow!r}): the replay is finished — all {self.replay_ticks} "
+                "recorded ticks ran, and it was not asked to continue with live input; "
+                "replay with then_live=True (sealtime replay ... --then-live) to hand over "
+                "to live input after the recorded ticks, or run the job on the original "
+                "data_dir, which resumes from its own log"
+            )
+
+    def went_live(self, from_time: int, to_time: int) -> None:
+        """The hand-over happened: the recorded bindings are not needed any more."""
+        self.time_reset = (from_time, to_time)
+        self.bindings = None
 
 
 def write_marker(store: MetadataStore, flow: str, plan: ReplayPlan) -> None:

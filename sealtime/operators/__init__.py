@@ -1,6 +1,8 @@
 """The runtime operators: one class per operator, each in its own module.
 
-`build` is the one place where a plan node's kind selects its operator class.
+`build` turns a plan node into its runtime operator through one table, from the node's
+type (`sealtime.plan`) to the class (or, where the plan leaves a physical choice, a
+function choosing the class).
 
 | module | operator |
 |---|---|
@@ -17,17 +19,21 @@
 
 from __future__ import annotations
 
-from ..dataflow.plan import Node
-from ..dataflow.windows import Session
+from collections.abc import Callable
+from typing import Any
+
+from .. import plan as P
+from ..errors import PlanError
 from .advance_time import AdvanceTime
-from .base import Env, Operator, kernel_tasks, log_derived, row_source
+from .base import Env, LogReader, Operator, kernel_tasks
 from .consolidate import Consolidate
 from .inspect import Inspect
 from .join import Join
-from .map import Map
+from .map import Filter, Map, Project
 from .negate import Negate
-from .reduce import Distinct, GeneralReduce, Reduce, accumulable
+from .reduce import Distinct, reduce_operator
 from .session_reduce import SessionReduce
+from .shared import ArrangementKey, SharedArrangements
 from .source import SourceOutput, SourceRead
 from .timeout import Timeout
 from .top_k import TopK
@@ -35,41 +41,43 @@ from .union import Union
 from .window import AssignWindows
 from .windowed_reduce import WindowedReduce
 
-__all__ = ["Env", "Operator", "build", "kernel_tasks", "log_derived", "row_source"]
+__all__ = [
+    "OPERATORS",
+    "ArrangementKey",
+    "Env",
+    "LogReader",
+    "Operator",
+    "SharedArrangements",
+    "build",
+    "kernel_tasks",
+]
 
-_STATELESS = {
-    "source": SourceRead,
-    "source_output": SourceOutput,
-    "map": Map,
-    "negate": Negate,
-    "consolidate": Consolidate,
-    "union": Union,
-    "window": AssignWindows,
-    "inspect": Inspect,
-    "advance_time": AdvanceTime,
+#: the runtime operator of each plan node type
+OPERATORS: dict[type[P.PlanNode], Callable[[Any, Env], Operator[Any]]] = {
+    P.Source: SourceRead,
+    P.SourceOutput: SourceOutput,
+    P.Filter: Filter,
+    P.Project: Project,
+    P.Map: Map,
+    P.Negate: Negate,
+    P.Consolidate: Consolidate,
+    P.Union: Union,
+    P.AssignWindows: AssignWindows,
+    P.Inspect: Inspect,
+    P.AdvanceTime: AdvanceTime,
+    P.Reduce: reduce_operator,
+    P.Distinct: Distinct,
+    P.TopK: TopK,
+    P.WindowedReduce: WindowedReduce,
+    P.SessionReduce: SessionReduce,
+    P.Join: Join,
+    P.Timeout: Timeout,
 }
 
 
-def build(node: Node, env: Env) -> Operator:
+def build(node: P.PlanNode, env: Env) -> Operator[Any]:
     """The runtime operator of a plan node."""
-    if node.kind in _STATELESS:
-        return _STATELESS[node.kind](node, env)
-    if node.kind == "reduce":
-        p = node.params
-        src = node.inputs[0]
-        if p["what"] == "top_k":
-            return TopK(node, env)
-        if accumulable(p["aggregates"], src.schema, src.monotonic):
-            return Reduce(node, env)
-        return GeneralReduce(node, env)
-    if node.kind == "windowed_reduce":
-        if isinstance(node.inputs[0].window, Session):
-            return SessionReduce(node, env)
-        return WindowedReduce(node, env)
-    if node.kind == "join":
-        return Join(node, env)
-    if node.kind == "distinct":
-        return Distinct(node, env)
-    if node.kind == "timeout":
-        return Timeout(node, env)
-    raise NotImplementedError(f"no operator for plan node kind {node.kind!r}")
+    make = OPERATORS.get(type(node))
+    if make is None:
+        raise PlanError(f"no runtime operator for plan node {node.describe()}")
+    return make(node, env)

@@ -13,16 +13,31 @@ their output), so a linear pipeline runs as one Spark job per tick.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..dataflow.plan import Node
+from ..arrangement.counters import KernelCounters
+from ..plan import PlanNode, Source
 from ..time.order import MAX_TIME, MIN_TIME
+from .shared import SharedArrangements
 
-__all__ = ["Env", "Operator", "expiry", "kernel_tasks", "log_derived", "row_source"]
+__all__ = ["Env", "LogReader", "Operator", "expiry", "kernel_tasks"]
+
+N = TypeVar("N", bound=PlanNode)
+
+
+class LogReader(Protocol):
+    """What an operator reads of a source's ingest log (the engine's source runtime):
+    one output's updates at times in ``[lo, hi)`` and an upper bound of their times."""
+
+    def frame(
+        self, spark: SparkSession, which: str, lo: int, hi: int | None, columns: Sequence[str]
+    ) -> DataFrame | None: ...
+
+    def max_time(self, which: str, lo: int, hi: int | None) -> int | None: ...
 
 
 @dataclass
@@ -32,69 +47,21 @@ class Env:
     * `state_dir`: this operator's directory for durable state (arrangements, spills);
     * `partitions`: the number of hash partitions of every arrangement (fixed for the
       life of a data dir, like Materialize's replica workers);
-    * `sources`: the source runtimes (for operators that read an ingest log);
-    * `shared`: the engine-wide registry of shared arrangements;
+    * `sources`: the ingest logs, by source node id (for the operators that read one);
+    * `arrangements`: the arrangements operators share (differential's ``arrange``);
     * `tasks`: how many Spark tasks a kernel step runs in (None: one per partition);
       see `kernel_tasks`;
-    * `counters`: where kernel tasks report rows and state sizes for monitoring
-      (`sealtime.arrangement.counters.KernelCounters`; None: nothing is counted);
-    * `log_output`: ``log_output(node, lo, hi)``, the output of a log-derived `node` (a
-      source output, or one-input stateless operators over one) at times in
-      ``[lo, hi)``, built again from the source's log as one plan (the engine's
-      `Engine.log_output`; None: not available).
+    * `counters`: where kernel tasks report rows and state sizes for monitoring (None:
+      nothing is counted).
     """
 
     spark: SparkSession
     state_dir: str
     partitions: int
-    sources: dict[int, Any]
-    #: arrangements operators share (differential's ``arrange``), by what they arrange
-    shared: dict[Any, Any] = field(default_factory=dict)
+    sources: Mapping[int, LogReader]
+    arrangements: SharedArrangements = field(default_factory=SharedArrangements)
     tasks: int | None = None
-    counters: Any = None
-    log_output: Callable[[Node, int, int | None], DataFrame | None] | None = None
-
-
-#: one-input stateless kinds that map each update to updates at the same time, alone
-#: (no consolidation across rows): their output over several ticks' rows, split by time,
-#: is their output per tick
-PER_ROW = ("map", "window", "negate")
-#: one-input stateless kinds whose output over a time range is a function of their
-#: input over that range alone (so it can be built again later, for a wider range)
-RECOMPUTABLE = (*PER_ROW, "consolidate")
-
-
-def log_derived(node: Node) -> bool:
-    """Is `node`'s output a plan over one source's ingest log alone: a source output, or
-    `RECOMPUTABLE` operators over one? Its updates over any time range can then be built
-    again from the log (`Env.log_output`).
-
-    >>> src = Node("source", "s", [], None)
-    >>> log_derived(Node("map", "m", [src], None)), log_derived(src)
-    (True, True)
-    >>> log_derived(Node("reduce", "r", [src], None))
-    False
-    """
-    while node.kind in RECOMPUTABLE:
-        node = node.inputs[0]
-    return node.kind in ("source", "source_output")
-
-
-def row_source(node: Node) -> Node | None:
-    """The source whose main output `node` is, through `PER_ROW` operators only (None:
-    `node` is something else). Such a node's updates can be computed from each log
-    entry once, at all its times, and handed out as their times are sealed
-    (`sealtime.engine.ahead`).
-
-    >>> src = Node("source", "s", [], None)
-    >>> row_source(Node("map", "m", [src], None)) is src, row_source(src) is src
-    (True, True)
-    >>> row_source(Node("consolidate", "c", [src], None)) is None
-    True
-    """
-    while node.kind in PER_ROW:
-        node = node.inputs[0]
-    return node if node.kind == "source" else None
+    counters: KernelCounters | None = None
 
 
 def kernel_tasks(master: str, partitions: int) -> int | None:
@@ -122,8 +89,9 @@ def kernel_tasks(master: str, partitions: int) -> int | None:
     return min(max(1, cores), partitions)
 
 
-class Operator:
-    """Base class of the runtime operators (see the module docstring).
+class Operator(Generic[N]):
+    """Base class of the runtime operators (see the module docstring): the runtime of
+    one plan node of type `N`.
 
     Subclasses set `stateful` when `step` writes state that must be written every tick
     it runs (the engine then makes sure its plan executes even without a reader).
@@ -133,17 +101,21 @@ class Operator:
     #: `step` runs a kernel in ``mapInArrow`` that reports its rows and state size
     #: (through `probe`); see `counting`
     kernel_counted: ClassVar[bool] = False
-    #: output times may lie at or beyond the input frontier (``advance_time``): the
-    #: engine then holds back, at each consumer, the updates it has not sealed yet
-    delays: ClassVar[bool] = False
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: N, env: Env) -> None:
         self.node = node
         self.env = env
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         """The output updates for ``[lo, hi)`` given each input's updates (None: none)."""
         raise NotImplementedError
+
+    def can_wait(self, lo: int, hi: int | None) -> bool:
+        """Can sealing ``[lo, hi)`` emit nothing, whatever the input? Then the engine may
+        leave this tick's input in the log and hand it over later, with the input of the
+        ticks after it, as one range (one scan of the log instead of one per tick). Only
+        asked of operators whose input is derived from one source's log alone."""
+        return False
 
     @property
     def counting(self) -> str:
@@ -154,7 +126,7 @@ class Operator:
         Spark plans: not counted)."""
         if self.kernel_counted:
             return "kernel"
-        if self.node.kind == "source":
+        if isinstance(self.node, Source):
             return "source"
         return "native" if self.stateful else "fused"
 
@@ -192,7 +164,7 @@ class Operator:
         """A checkpoint now refers to the current state: keep its files until the next."""
 
 
-def expiry(node: Node, hi: int | None) -> tuple[str, int] | None:
+def expiry(node: PlanNode, hi: int | None) -> tuple[str, int] | None:
     """What an operator keyed by its ``bounded_by`` column may forget after sealing
     ``[.., hi)``: keys whose ``window_end`` is at or below `hi` (every later update has a
     time at or above `hi`, hence a larger ``window_end``: nothing will look them up)."""

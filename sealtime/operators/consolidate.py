@@ -6,13 +6,15 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
-from ..spark.frames import TIME, consolidate
+from .. import plan as P
+from ..columns import TIME
+from ..spark.frames import consolidate
 from .base import Operator
 
 __all__ = ["Consolidate"]
 
 
-class Consolidate(Operator):
+class Consolidate(Operator[P.Consolidate]):
     """``groupBy(row, _time).sum(_diff)`` without zeros (one shuffle of the tick's updates)."""
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:

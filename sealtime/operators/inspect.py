@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
+from .. import plan as P
 from ..spark.frames import to_arrow
 from ..time.order import MIN_TIME
 from .base import Operator
@@ -13,7 +14,7 @@ from .base import Operator
 __all__ = ["Inspect"]
 
 
-class Inspect(Operator):
+class Inspect(Operator[P.Inspect]):
     """Hand each range's updates to Python as Arrow; the collection passes through (the
     engine keeps the input materialised, so the tap does not run the plan twice)."""
 
@@ -21,5 +22,5 @@ class Inspect(Operator):
         d = inputs[0]
         if d is not None:
             # Users see "nothing sealed before" as None, never the internal minimum.
-            self.node.params["fn"](to_arrow(d), None if lo <= MIN_TIME else lo, hi)
+            self.node.fn(to_arrow(d), None if lo <= MIN_TIME else lo, hi)
         return d

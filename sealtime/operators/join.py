@@ -6,9 +6,10 @@ right arrangement's rows of the same keys, the right updates with the left
 arrangement, and the updates with each other, then appends each side's updates to its
 arrangement. A tick costs O(delta + matching state + output).
 
-Arrangements are shared (differential's ``arrange``): two joins that arrange the same
-collection by the same key, and whose frontiers always agree (their inputs come from
-the same sources), read one arrangement; the first of them writes it.
+Arrangements are shared (differential's ``arrange``, `sealtime.operators.shared`): two
+joins that arrange the same collection by the same key, and whose frontiers always
+agree (their inputs come from the same roots), read one arrangement; the first of them
+writes it.
 """
 
 from __future__ import annotations
@@ -22,40 +23,31 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import JoinStep, SideRef
 from ..arrangement.task import KernelTask
-from ..dataflow.plan import Node
 from ..kernels.join import SIDE, JoinSpec
 from ..spark.frames import DIFF, TIME, union_all, with_system
 from ..spark.plans import CompiledStep, map_in_arrow
 from .base import Env, Operator, expiry
 from .keys import KeyRouting
+from .shared import ArrangementKey
 
-__all__ = ["Join", "upstream_sources"]
-
-
-def upstream_sources(node: Node) -> frozenset[int]:
-    """The sources whose frontiers decide `node`'s frontier."""
-    if not node.inputs:
-        return frozenset([node.id])
-    out: frozenset[int] = frozenset()
-    for i in node.inputs:
-        out |= upstream_sources(i)
-    return out
+__all__ = ["Join"]
 
 
-class Join(Operator):
-    """Inner join on ``node.params["on"]`` (see the module docstring)."""
+class Join(Operator[P.Join]):
+    """Inner join on the node's ``on`` columns (see the module docstring)."""
 
     stateful = True
     kernel_counted = True
     _compiled: list[CompiledStep] | None = None
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.Join, env: Env) -> None:
         super().__init__(node, env)
         a, b = node.inputs
-        keys = list(node.params["on"])
+        keys = list(node.on)
         probe = [env.spark.createDataFrame([], with_system(side.schema)) for side in (a, b)]
         common = probe[0].select(*keys).unionByName(probe[1].select(*keys)).schema
         types = {f.name: f.dataType for f in common.fields}
@@ -82,8 +74,13 @@ class Join(Operator):
         self.output_spark = from_arrow_schema(self.output_arrow)
         out_types = {f.name: f.dataType for f in node.schema.fields}
         self.finalize = [F.col(c).cast(out_types[c]) for c in node.columns] + [TIME, DIFF]
+        roots = P.upstream_sources(node)
         self.refs: list[tuple[Arrangement, bool]] = [
-            env_arrangement(env, node, side, keys, own, port)
+            env.arrangements.arrangement(
+                ArrangementKey(side.id, tuple(keys), tuple(own), roots),
+                os.path.join(env.state_dir, f"side{port}"),
+                env.partitions,
+            )
             for port, (side, own) in enumerate(((a, left), (b, right)))
         ]
 
@@ -137,18 +134,3 @@ class Join(Operator):
         for arrangement, writer in self.refs:
             if writer:
                 arrangement.pin()
-
-
-def env_arrangement(
-    env: Env, node: Node, side: Node, keys: list[str], own: list[str], port: int
-) -> tuple[Arrangement, bool]:
-    """The arrangement of `side` by `keys` for this join: a shared one when another join
-    with the same frontier arranged the same collection the same way (it writes it)."""
-    key = (side.id, tuple(keys), tuple(own), upstream_sources(node))
-    shared = env.shared.get(key)
-    if shared is not None:
-        return shared, False
-    directory = os.path.join(env.state_dir, f"side{port}")
-    arrangement = Arrangement(directory, env.partitions)
-    env.shared[key] = arrangement
-    return arrangement, True

@@ -20,13 +20,13 @@ from pyspark.sql import types as T
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.task import Kernel, KernelTask
 from ..spark.plans import CompiledStep, map_in_arrow
-from .base import Operator, expiry
+from .base import N, Operator, expiry
 from .keys import KeyRouting
 
 __all__ = ["KeyedOperator"]
 
 
-class KeyedOperator(Operator):
+class KeyedOperator(Operator[N]):
     """Base class of the operators that keep one arrangement of their input by key."""
 
     stateful = True

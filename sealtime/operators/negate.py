@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..spark.frames import DIFF
+from .. import plan as P
+from ..columns import DIFF
 from .base import Operator
 
 __all__ = ["Negate"]
 
 
-class Negate(Operator):
+class Negate(Operator[P.Negate]):
     """``_diff`` becomes ``-_diff``."""
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:

@@ -14,25 +14,26 @@ kernel and the final values (``avg`` as a double, ``sum`` as the declared type) 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import AccumulateStep, GeneralStep
-from ..dataflow.aggregates import Aggregate
-from ..dataflow.plan import Node
 from ..kernels.accumulate import ROWS, AccumulateSpec, Agg, state_schema
 from ..kernels.keyed import HASH
-from ..kernels.reduce import GAgg, ReduceSpec, output_schema
+from ..kernels.general_reduce import GAgg, ReduceSpec, output_schema
+from ..plan import Aggregate, AggregateKind
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env
 from .keyed import KeyedOperator
 from .keys import KeyRouting
 
-__all__ = ["Distinct", "GeneralReduce", "Reduce", "accumulable"]
+__all__ = ["Distinct", "GeneralReduce", "Reduce", "accumulable", "reduce_operator"]
 
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOATS = (T.FloatType, T.DoubleType)
@@ -44,13 +45,13 @@ def accumulable(aggregates: dict[str, Aggregate], schema: T.StructType, monotoni
     """Can the accumulable kernel compute these aggregates?"""
     types = {f.name: f.dataType for f in schema.fields}
     for agg in aggregates.values():
-        if agg.kind == "count":
+        if agg.kind is AggregateKind.COUNT:
             continue
         dtype = types[agg.column]
-        if agg.kind in ("sum", "avg"):
+        if agg.kind.additive:
             if not isinstance(dtype, (*_INTS, *_FLOATS, T.DecimalType)):
                 return False
-        elif agg.kind in ("min", "max"):
+        elif agg.kind.extremum:
             if not monotonic or isinstance(dtype, _UNORDERED):
                 return False
         else:
@@ -58,13 +59,24 @@ def accumulable(aggregates: dict[str, Aggregate], schema: T.StructType, monotoni
     return True
 
 
-class Reduce(KeyedOperator):
+def reduce_operator(node: P.Reduce, env: Env) -> KeyedOperator[Any]:
+    """The operator of an aggregate: the accumulable kernel where it can compute every
+    aggregate (`accumulable`), the general one otherwise."""
+    src = node.inputs[0]
+    if accumulable(node.aggregates, src.schema, src.monotonic):
+        return Reduce(node, env)
+    return GeneralReduce(node, env)
+
+
+class Reduce(KeyedOperator[Any]):
     """A non-windowed aggregate (see the module docstring)."""
 
-    def __init__(self, node: Node, env: Env) -> None:
-        self._build(node, env, list(node.params["by"]), dict(node.params["aggregates"]))
+    def __init__(self, node: P.Reduce, env: Env) -> None:
+        self._build(node, env, list(node.by), dict(node.aggregates))
 
-    def _build(self, node: Node, env: Env, by: list[str], aggregates: dict[str, Aggregate]) -> None:
+    def _build(
+        self, node: P.PlanNode, env: Env, by: list[str], aggregates: dict[str, Aggregate]
+    ) -> None:
         super().__init__(node, env)
         src = node.inputs[0]
         types = {f.name: f.dataType for f in src.schema.fields}
@@ -76,27 +88,27 @@ class Reduce(KeyedOperator):
         out_types = {f.name: f.dataType for f in node.schema.fields}
         for name, agg in aggregates.items():
             dtype = types.get(agg.column) if agg.column else None
-            if agg.kind == "count":
+            if agg.kind is AggregateKind.COUNT:
                 a = Agg(name, "count")
                 final = F.col(ROWS)
-            elif agg.kind in ("sum", "avg"):
+            elif agg.kind.additive:
                 if isinstance(dtype, _INTS):
-                    a = Agg(name, agg.kind, "int")
+                    a = Agg(name, agg.kind.value, "int")
                     x = F.col(agg.column).cast("long")
                 elif isinstance(dtype, _FLOATS):
-                    a = Agg(name, agg.kind, "dec", 12)
+                    a = Agg(name, agg.kind.value, "dec", 12)
                     x = F.col(agg.column).cast(_FLOAT_SUM)
                 else:
-                    a = Agg(name, agg.kind, "dec", dtype.scale)
+                    a = Agg(name, agg.kind.value, "dec", dtype.scale)
                     x = F.col(agg.column).cast(T.DecimalType(38, dtype.scale))
                 prep.append(x.alias(a.input))
                 s, n = F.col(a.sum_column), F.col(a.count_column)
-                if agg.kind == "sum":
+                if agg.kind is AggregateKind.SUM:
                     final = F.when(n > 0, s)
                 else:
                     final = s.cast(_FLOAT_SUM) / n
             else:
-                a = Agg(name, agg.kind, "value")
+                a = Agg(name, agg.kind.value, "value")
                 prep.append(F.col(agg.column).alias(a.input))
                 final = F.when(F.col(a.count_column) > 0, F.col(a.value_column))
             aggs.append(a)
@@ -136,29 +148,28 @@ class Distinct(Reduce):
     multiplicity crosses zero.
     """
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.Distinct, env: Env) -> None:
         self._build(node, env, list(node.columns), {})
 
 
-class GeneralReduce(KeyedOperator):
+class GeneralReduce(KeyedOperator[P.Reduce]):
     """An aggregate that is not accumulable: ``min``/``max`` under retractions or
     ``count_distinct`` (with any others beside them).
 
     The arrangement is additive: every key's rows with their multiplicities. Per tick
-    the general kernel (`sealtime.kernels.reduce`) lays the touched keys out as a
+    the general kernel (`sealtime.kernels.general_reduce`) lays the touched keys out as a
     timeline of slots (the state before the tick, then each of the key's times) and
     answers every aggregate at every slot through per-slot top-1 and counts over the
     values' presence intervals: O((delta + touched rows) log) per tick.
     """
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.Reduce, env: Env) -> None:
         super().__init__(node, env)
         src = node.inputs[0]
-        p = node.params
-        aggregates: dict[str, Aggregate] = dict(p["aggregates"])
+        aggregates: dict[str, Aggregate] = dict(node.aggregates)
         types = {f.name: f.dataType for f in src.schema.fields}
         out_types = {f.name: f.dataType for f in node.schema.fields}
-        keys = list(p["by"])
+        keys = list(node.by)
         self.routing = KeyRouting.of(keys, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
         aggs: list[GAgg] = []
@@ -175,22 +186,22 @@ class GeneralReduce(KeyedOperator):
 
         for name, agg in aggregates.items():
             dtype = types.get(agg.column) if agg.column else None
-            if agg.kind == "count":
+            if agg.kind is AggregateKind.COUNT:
                 aggs.append(GAgg(name, "count"))
                 final = F.col(name)
-            elif agg.kind in ("sum", "avg"):
+            elif agg.kind.additive:
                 column = f"__x_{name}"
                 if isinstance(dtype, _INTS):
-                    g = GAgg(name, agg.kind, column, "int")
+                    g = GAgg(name, agg.kind.value, column, "int")
                     value(column, F.col(agg.column).cast("long"))
                 elif isinstance(dtype, _FLOATS):
-                    g = GAgg(name, agg.kind, column, "dec", 12)
+                    g = GAgg(name, agg.kind.value, column, "dec", 12)
                     value(column, F.col(agg.column).cast(_FLOAT_SUM))
                 else:
-                    g = GAgg(name, agg.kind, column, "dec", dtype.scale)
+                    g = GAgg(name, agg.kind.value, column, "dec", dtype.scale)
                     value(column, F.col(agg.column).cast(T.DecimalType(38, dtype.scale)))
                 aggs.append(g)
-                if agg.kind == "sum":
+                if agg.kind is AggregateKind.SUM:
                     final = F.col(name)
                 else:
                     final = F.col(f"__s_{name}").cast(_FLOAT_SUM) / F.col(f"__n_{name}")
@@ -201,7 +212,7 @@ class GeneralReduce(KeyedOperator):
                 else:  # a key column as a value: its own copy (values exclude keys)
                     column = f"__v_{agg.column}"
                     value(column, F.col(agg.column))
-                aggs.append(GAgg(name, agg.kind, column))
+                aggs.append(GAgg(name, agg.kind.value, column))
                 final = F.col(name)
             finals.append(final.cast(out_types[name]).alias(name))
         self.spec = ReduceSpec(tuple(self.routing.keys), tuple(values), tuple(aggs))

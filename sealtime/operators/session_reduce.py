@@ -16,33 +16,33 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..dataflow.plan import Node
+from .. import plan as P
 from ..spark.frames import CNT, DIFF, TIME, consolidate, null_safe_join, union_all
-from ..spark.reduce import AggregateReducer, TopKReducer
+from ..spark.reducers import AggregateReducer, TopKReducer
 from ..spark.spill import SpillStore, checkpoint_frame
 from .base import Env, Operator
 
 __all__ = ["SessionReduce"]
 
 
-class SessionReduce(Operator):
+class SessionReduce(Operator[P.SessionReduce]):
     """Aggregate / top-k over ``window(st.Session(gap))``."""
 
     stateful = True
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.SessionReduce, env: Env) -> None:
         super().__init__(node, env)
         src = node.inputs[0]
-        p = node.params
-        self.gap = src.window.gap
-        self.by = [c for c in p["by"] if c not in ("window_start", "window_end")]
-        group = ["window_start", "window_end", *self.by]
-        if p["what"] == "aggregate":
-            self.reducer: Any = AggregateReducer(p["aggregates"], src.schema)
+        self.gap = node.gap
+        self.by = [c for c in node.by if c not in (P.WINDOW_START, P.WINDOW_END)]
+        group = [P.WINDOW_START, P.WINDOW_END, *self.by]
+        reduction = node.reduction
+        if isinstance(reduction, P.Aggregation):
+            self.reducer: Any = AggregateReducer(reduction.aggregates, src.schema)
             values = self.reducer.value_columns
         else:
             self.reducer = TopKReducer(
-                p["k"], p["order_by"], src.schema, group, src.priority_column
+                reduction.k, reduction.order_by, src.schema, group, src.priority_column
             )
             values = [c for c in src.columns if c not in group]
         self.values = [c for c in values if c not in self.by]

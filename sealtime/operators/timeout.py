@@ -28,7 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..dataflow.plan import Node
+from .. import plan as P
 from ..spark.frames import DIFF, TIME, consolidate, union_all
 from ..spark.spill import SpillStore, checkpoint_frame
 from ..time.order import MAX_TIME
@@ -36,19 +36,16 @@ from .base import Env, Operator
 
 __all__ = ["Timeout"]
 
-LAST = "last_update"
-AT = "timed_out_at"
 
-
-class Timeout(Operator):
-    """Per-key timeout (``node.params``: ``by``, ``after`` in ms)."""
+class Timeout(Operator[P.Timeout]):
+    """Per-key timeout (the node's ``by`` and ``after`` in ms)."""
 
     stateful = True
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.Timeout, env: Env) -> None:
         super().__init__(node, env)
-        self.by: list[str] = list(node.params["by"])
-        self.after: int = node.params["after"]
+        self.by: list[str] = list(node.by)
+        self.after: int = node.after
         self.spills = SpillStore(env.spark, os.path.join(env.state_dir, "spill"))
         self.pending: DataFrame | None = None  # by..., __t: keys not timed out yet
         self.generation = 0
@@ -85,8 +82,8 @@ class Timeout(Operator):
         )
         return fired.select(
             *self.by,
-            F.col("__t").alias(LAST),
-            deadline.alias(AT),
+            F.col("__t").alias(P.LAST_UPDATE),
+            deadline.alias(P.TIMED_OUT_AT),
             deadline.alias(TIME),
             F.lit(1).cast("long").alias(DIFF),
         )

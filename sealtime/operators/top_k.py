@@ -1,7 +1,7 @@
 """`TopK`: the first k rows per key at every time (differential top-k).
 
 The arrangement is additive: every key's rows with their multiplicities. Per tick the
-top-k kernel (`sealtime.kernels.top_k`) ranks the touched keys' rows once in the
+top-k kernel (`sealtime.kernels.differential_top_k`) ranks the touched keys' rows once in the
 operator's order and answers the top k at each of the key's times with a per-slot
 top-k over the rows' presence intervals; the output is the change in copies of each
 row in the top k. Ties are broken by the union priority column, then by the other
@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import GeneralStep
-from ..dataflow.plan import Node
-from ..kernels.top_k import TopKSpec
+from ..kernels.differential_top_k import TopKSpec
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env
 from .keyed import KeyedOperator
@@ -30,24 +30,17 @@ __all__ = ["TopK"]
 _UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
 
 
-class TopK(KeyedOperator):
+class TopK(KeyedOperator[P.TopK]):
     """``top_k(by=..., order_by=..., k=...)`` over a non-windowed collection."""
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.TopK, env: Env) -> None:
         super().__init__(node, env)
         src = node.inputs[0]
-        p = node.params
-        keys = list(p["by"])
+        keys = list(node.by)
         self.routing = KeyRouting.of(keys, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "arrangement"), env.partitions)
         values = [f.name for f in src.schema.fields if f.name not in keys]
-        order = tuple((o.column, o.ascending) for o in p["order_by"])
-        for column, _ in order:
-            if column in keys:
-                raise ValueError(
-                    f"top_k(order_by={column!r}): {column!r} is a key (by=) column; every row "
-                    "of a group has the same value there, so it cannot order them"
-                )
+        order = tuple((o.column, o.ascending) for o in node.order_by)
         ordered = {c for c, _ in order}
         priority = src.priority_column
         tie = [priority] if priority and priority not in ordered and priority in values else []
@@ -59,7 +52,7 @@ class TopK(KeyedOperator):
             and f.name != priority
             and not isinstance(f.dataType, _UNORDERABLE)
         ]
-        self.spec = TopKSpec(tuple(self.routing.keys), tuple(values), order, tuple(tie), p["k"])
+        self.spec = TopKSpec(tuple(self.routing.keys), tuple(values), order, tuple(tie), node.k)
         raw = [F.col(c) for c in values]
         row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
         self.prep = [*self.routing.key_exprs, *raw, TIME, DIFF, *self.routing.derived, row_hash]

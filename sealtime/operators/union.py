@@ -11,18 +11,20 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..spark.frames import DIFF, TIME, union_all
+from .. import plan as P
+from ..columns import DIFF, TIME
+from ..spark.frames import union_all
 from .base import Operator
 
 __all__ = ["Union"]
 
 
-class Union(Operator):
+class Union(Operator[P.Union]):
     """``unionByName`` of the inputs (columns in the first input's order)."""
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
-        pcol = self.node.params["priority_column"]
-        names = self.node.params["names"]
+        pcol = self.node.priority
+        names = self.node.names
         parts = []
         for i, part in enumerate(inputs):
             if part is None:

@@ -10,23 +10,23 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
-from ..dataflow.plan import Node
+from .. import plan as P
 from ..spark.relational import WindowAssigner
 from .base import Env, Operator
 
 __all__ = ["AssignWindows"]
 
 
-class AssignWindows(Operator):
-    """Add the window columns of ``node.params["spec"]`` (sessions pass through)."""
+class AssignWindows(Operator[P.AssignWindows]):
+    """Add the window columns of the node's spec (sessions pass through)."""
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.AssignWindows, env: Env) -> None:
         super().__init__(node, env)
-        spec = node.params["spec"]
+        spec = node.spec
         # The expressions are built once: rebuilding them cost ~30 ms of py4j per tick.
         self.assigner = WindowAssigner(spec) if spec.per_row else None
         names = node.inputs[0].schema.names
-        self.has_windows = "window_start" in names or "window_end" in names
+        self.has_windows = P.WINDOW_START in names or P.WINDOW_END in names
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         d = inputs[0]

@@ -9,6 +9,10 @@ tick's rows into one partial aggregate per (window, key), map-side, and the shuf
 that groups them is the one that routes them to their partition; otherwise the rows
 themselves are kept (with multiplicities) and Spark's reducer runs over each sealed
 window's rows.
+
+A tick that cannot seal a window emits nothing whatever its updates (`can_wait`): the
+engine then leaves them in the log and hands them over, with later ticks' updates, in
+the tick that seals a window (or before a checkpoint), as one plan over the log.
 """
 
 from __future__ import annotations
@@ -22,45 +26,44 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.partition import CNT as ROW_CNT
 from ..arrangement.steps import WindowedStep
 from ..arrangement.task import MARKER, PARTITION, KernelTask
-from ..dataflow.plan import Node
-from ..dataflow.windows import Sliding, Tumbling
 from ..kernels.keyed import HASH
+from ..plan import AggregateKind
 from ..spark.frames import CNT, DIFF, TIME, with_system
 from ..spark.plans import Projection, map_in_arrow
-from ..spark.reduce import AggregateReducer, TopKReducer
-from .base import Env, Operator, log_derived
+from ..spark.reducers import AggregateReducer, TopKReducer
+from ..time.order import MIN_TIME
+from .base import Env, Operator
 from .keys import KeyRouting, carriers
 
-__all__ = ["MAX_DEFERRED", "WindowedReduce"]
+__all__ = ["WindowedReduce"]
 
-_WINDOW = ("window_start", "window_end")
-#: ticks a windowed aggregate may defer its updates while no window can be sealed
-MAX_DEFERRED = 32
+_WINDOW = (P.WINDOW_START, P.WINDOW_END)
 
 
-class WindowedReduce(Operator):
+class WindowedReduce(Operator[P.WindowedReduce]):
     """Windowed aggregate / top-k over tumbling or sliding windows."""
 
     stateful = True
     kernel_counted = True
 
-    def __init__(self, node: Node, env: Env) -> None:
+    def __init__(self, node: P.WindowedReduce, env: Env) -> None:
         super().__init__(node, env)
         src = node.inputs[0]
-        p = node.params
-        self.spec = src.window
-        by = [c for c in p["by"] if c not in _WINDOW]
+        self.spec = node.spec
+        by = [c for c in node.by if c not in _WINDOW]
         self.group = [*_WINDOW, *by]
-        if p["what"] == "aggregate":
-            self.reducer: Any = AggregateReducer(p["aggregates"], src.schema)
+        reduction = node.reduction
+        if isinstance(reduction, P.Aggregation):
+            self.reducer: Any = AggregateReducer(reduction.aggregates, src.schema)
             values = self.reducer.value_columns
         else:
             self.reducer = TopKReducer(
-                p["k"], p["order_by"], src.schema, self.group, src.priority_column
+                reduction.k, reduction.order_by, src.schema, self.group, src.priority_column
             )
             values = [c for c in src.columns if c not in self.group]
         self.values = [c for c in values if c not in self.group]
@@ -71,12 +74,8 @@ class WindowedReduce(Operator):
         )
         self.routing = KeyRouting.of(self.group, src.schema, env)
         self.arrangement = Arrangement(os.path.join(env.state_dir, "windows"), env.partitions)
+        #: the frontier the last step sealed up to (windows ending at or below it are out)
         self.last_hi: int | None = None
-        self.deferrable = log_derived(src) and env.log_output is not None
-        #: ``lo`` of the first tick whose updates wait for a window to close (None: none
-        #: waits), and how many ticks wait
-        self.deferred_from: int | None = None
-        self.deferred_ticks = 0
         self._marker_frame: DataFrame | None = None
         self._compile()
         # (an empty input frame, for a tick that only seals windows; immutable, so shared)
@@ -97,7 +96,7 @@ class WindowedReduce(Operator):
         self.output_arrow = pa.schema([self.input_arrow.field(c) for c in out])
         self.output_spark = from_arrow_schema(self.output_arrow)
         # The output: the node's columns, emitted at window_end - 1.
-        at = (F.col("window_end") - 1).alias(TIME)
+        at = (F.col(P.WINDOW_END) - 1).alias(TIME)
         if self.partial:
             values = self.reducer.final_columns()
             cols = [values.get(c, F.col(c)) for c in node.columns]
@@ -112,7 +111,7 @@ class WindowedReduce(Operator):
         if self.partial:
             self._keyed = Projection([*self.routing.key_exprs, *self.values, TIME, DIFF])
             partition = F.pmod(F.hash(*[F.col(k) for k in self.group]), F.lit(self.env.partitions))
-            marker = F.col("window_end").isNull()
+            marker = F.col(P.WINDOW_END).isNull()
             self._marked = Projection(["*", partition.alias(PARTITION), marker.alias(MARKER)])
         else:
             raw = [F.col(c) for c in self.values]
@@ -129,7 +128,7 @@ class WindowedReduce(Operator):
 
     def _is_min(self, column: str) -> bool:
         name = column[len("__m_") :]
-        return column.startswith("__m_") and self.reducer.aggs[name].kind == "min"
+        return column.startswith("__m_") and self.reducer.aggs[name].kind is AggregateKind.MIN
 
     def _prepare(self, delta: DataFrame) -> DataFrame:
         """The tick's updates as the kernel's input, shuffled to their partitions."""
@@ -150,7 +149,7 @@ class WindowedReduce(Operator):
             longs = carriers(spark, self.env.partitions, "long")
             array = F.array(*[F.lit(c).cast("long") for c in longs])
             special = {
-                "window_start": F.element_at(array, F.col("id").cast("int") + 1),
+                P.WINDOW_START: F.element_at(array, F.col("id").cast("int") + 1),
                 TIME: F.lit(0).cast("long"),
                 DIFF: F.lit(0).cast("long"),
             }
@@ -163,31 +162,14 @@ class WindowedReduce(Operator):
 
     def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
         d = inputs[0]
-        may_close = self._may_close(hi)
+        may_close = self._may_close(lo, hi)
         self.last_hi = hi
-        if not may_close and self.deferrable and hi is not None:
-            # No window can be sealed in this tick: its updates stay in the log, and the
-            # tick that seals a window (or a checkpoint) reads all the waiting ticks'
-            # updates again as one plan over the log -- one scan of their files, not a
-            # union of one plan per tick.
-            if self.deferred_from is None:
-                self.deferred_from = lo
-            self.deferred_ticks += 1
-            if self.deferred_ticks < MAX_DEFERRED:
-                return None
-        if self.deferred_from is not None:
-            d = self._take_deferred(hi)  # (the ticks that waited and this one)
         if d is None and not may_close:
             return None
         return self._run(d, lo, hi)
 
-    def _take_deferred(self, hi: int | None) -> DataFrame | None:
-        """The input updates at times in ``[deferred_from, hi)``, read again from the log;
-        nothing waits any more."""
-        assert self.deferred_from is not None and self.env.log_output is not None
-        d = self.env.log_output(self.node.inputs[0], self.deferred_from, hi)
-        self.deferred_from, self.deferred_ticks = None, 0
-        return d
+    def can_wait(self, lo: int, hi: int | None) -> bool:
+        return hi is not None and not self._may_close(lo, hi)
 
     def _run(self, d: DataFrame | None, lo: int, hi: int | None) -> DataFrame:
         """The kernel's plan over the updates `d`: emit the windows ending in
@@ -217,15 +199,14 @@ class WindowedReduce(Operator):
         # a window is emitted at window_end - 1, below the frontier
         return hi - 1 if hi is not None else super().output_bound(inputs, lo, hi)
 
-    def _may_close(self, hi: int | None) -> bool:
-        """Can a window end in ``(previous hi, hi]``? When no window boundary of the spec
-        falls in that range, nothing can be sealed."""
-        lo = self.last_hi
-        if hi is None or lo is None:
+    def _may_close(self, lo: int, hi: int | None) -> bool:
+        """Can a window end in ``(lo, hi]``? When no window boundary of the spec falls in
+        that range, nothing can be sealed."""
+        if hi is None or lo <= MIN_TIME:
             return True
-        if isinstance(self.spec, Tumbling):
+        if isinstance(self.spec, P.Tumbling):
             period, phase = self.spec.size, self.spec.offset
-        elif isinstance(self.spec, Sliding):
+        elif isinstance(self.spec, P.Sliding):
             period, phase = self.spec.slide, self.spec.size % self.spec.slide
         else:
             return True
@@ -242,15 +223,6 @@ class WindowedReduce(Operator):
         self.arrangement.finish_tick(emitted=self.last_hi)
 
     def durable(self) -> None:
-        if self.deferred_from is not None:
-            # A checkpoint records the buckets, so the deferred updates go into them now
-            # (no window can be sealed by them: nothing is emitted).
-            hi = self.last_hi
-            assert hi is not None
-            d = self._take_deferred(hi)
-            if d is not None:
-                self._run(d, hi, hi).write.format("noop").mode("overwrite").save()
-                self.arrangement.finish_tick(emitted=hi)
         self.arrangement.durable()
 
     def pin(self) -> None:

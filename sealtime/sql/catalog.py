@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..dataflow.collection import Collection
+from ..errors import PlanError
+from ..plan import Source
 
 if TYPE_CHECKING:
     from ..dataflow.dataflow import Dataflow
@@ -42,17 +44,23 @@ def _sources(flow: Dataflow) -> dict[str, Table]:
 
     out = {}
     for node in flow.nodes:
-        if node.kind == "source":
-            time = node.params.get("time")
-            out[node.name.lower()] = Table(node.name, SourceCollection(flow, node), time)
+        if isinstance(node, Source):
+            collection = SourceCollection(flow, node)
+            out[node.name.lower()] = Table(node.name, collection, node.time_column)
     return out
+
+
+def _subsources(table: Table) -> list[str]:
+    """The subsource names of a source's table (none for a view)."""
+    node = table.collection.node
+    return list((node.source.subsources or {}) if isinstance(node, Source) else ())
 
 
 def register(flow: Dataflow, name: str, collection: Collection, time_column: str | None) -> None:
     """Register a view; a name already used by a source or view is refused."""
     key = name.lower()
     if key in _registry(flow) or key in _sources(flow):
-        raise ValueError(
+        raise PlanError(
             f"create_view({name!r}): a source or view with that name exists already "
             "(table names are case-insensitive)"
         )
@@ -69,8 +77,7 @@ def lookup(flow: Dataflow, name: str, db: str | None = None) -> Table | None:
         source = _sources(flow).get(db.lower())
         if source is None:
             return None
-        subsources = source.collection.node.params["source"].subsources
-        match = [s for s in (subsources or {}) if s.lower() == name.lower()]
+        match = [s for s in _subsources(source) if s.lower() == name.lower()]
         if not match:
             return None
         sub = source.collection.subsource(match[0])
@@ -86,7 +93,6 @@ def table_names(flow: Dataflow) -> list[str]:
     """Every name SQL can use in this dataflow (sources, subsources, views)."""
     names = [t.name for t in _sources(flow).values()]
     for t in _sources(flow).values():
-        subs = t.collection.node.params["source"].subsources or {}
-        names += [f"{t.name}.{s}" for s in subs]
+        names += [f"{t.name}.{s}" for s in _subsources(t)]
     names += [t.name for t in _registry(flow).values()]
     return sorted(set(names))

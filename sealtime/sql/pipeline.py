@@ -46,6 +46,7 @@ from typing import Any, TextIO
 
 from ..durations import parse_duration
 from ..errors import NotFoundError
+from ..plan import Source
 from .errors import SqlError
 from .statements import (
     CreateSink,
@@ -343,7 +344,7 @@ def run_file(
     try:
         if ticks is None and not forever:
             unbounded = [
-                n.name for n in flow.nodes if n.kind == "source" and not n.params["source"].finite
+                n.name for n in flow.nodes if isinstance(n, Source) and not n.source.finite
             ]
             if unbounded:
                 raise SqlError(

@@ -46,6 +46,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..plan import Source
 from .errors import SqlError
 from .pipeline import Pipeline
 from .statements import Explain, Select, Subscribe, is_complete, parse_statement, split
@@ -179,9 +180,9 @@ class Shell:
     # ------------------------------------------------------------------ dataflow
     def _pipeline(self) -> Pipeline:
         if self.pipeline is None:
-            import sealtime as st
+            from ..dataflow.dataflow import Dataflow
 
-            flow = st.Dataflow(self.name, data_dir=self.data_dir, spark=self.spark, record=True)
+            flow = Dataflow(self.name, data_dir=self.data_dir, spark=self.spark, record=True)
             self.pipeline = Pipeline(flow, os.getcwd())
         return self.pipeline
 
@@ -224,7 +225,7 @@ class Shell:
         flow = self._pipeline().flow
         started = _time.monotonic()
         report = flow.run(ticks=1)[0]
-        unbounded = any(n.kind == "source" and not n.params["source"].finite for n in flow.nodes)
+        unbounded = any(isinstance(n, Source) and not n.source.finite for n in flow.nodes)
         if unbounded:
             _time.sleep(max(0.0, flow.tick_ms / 1000 - (_time.monotonic() - started)))
         return report

@@ -147,7 +147,7 @@ class SnapshotCollector(Collector):
             labels=[*op_labels, "phase"],
         )
         for n in snap.nodes:
-            if n.kind == "sink":
+            if n.is_sink:
                 continue
             labels = [flow, n.name, str(n.id), n.kind]
             o_front.add_metric(labels, _seconds(n.frontier_out))

@@ -1,10 +1,11 @@
 """One immutable snapshot of a running dataflow per tick, for the web page and metrics.
 
-The engine calls `Monitor.publish` once at the end of every tick. Publishing only reads
-Python objects the engine already holds (frontiers, counters, the binding just minted,
-publishers' subscriber counts): no Spark job, no py4j call, no file I/O. It builds a
-frozen `Snapshot` and swaps one reference, so readers (the web server's threads, the
-Prometheus collector) never lock the tick and never see a half-updated state.
+The engine calls `Monitor.publish` once at the end of every tick. Publishing reads the
+engine's typed snapshot (`sealtime.engine.snapshot.EngineSnapshot`: frontiers, counters,
+the bindings just minted, publishers' subscriber counts; no Spark job, no py4j call, no
+file I/O) and the tick's report, never the engine's attributes. It builds a frozen
+`Snapshot` and swaps one reference, so readers (the web server's threads, the Prometheus
+collector) never lock the tick and never see a half-updated state.
 
 Times are milliseconds (the data plane's logical time). *Lag* is the ticker's clock at
 the tick (the binding's ``into_time``, from the injectable ``Dataflow(clock=...)``)
@@ -24,6 +25,9 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..engine.bindings import Binding
+from ..engine.snapshot import EngineSnapshot, PublicationView
+from ..time.order import MIN_TIME
 from .layout import layout
 
 __all__ = [
@@ -40,9 +44,6 @@ __all__ = [
 
 #: Upper bounds (seconds) of the tick-duration histogram's buckets.
 TICK_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-#: how many log entries back (per source) the snapshot looks for late/error rows
-_LOG_LOOKBACK = 256
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,11 @@ class NodeInfo:
     #: rows in/out, state rows and times (None: sinks, or before the first tick)
     counts: OperatorCounts | None = None
 
+    @property
+    def is_sink(self) -> bool:
+        """Is this box a sink (sinks are not plan nodes: they have negative ids)?"""
+        return self.id < 0
+
 
 @dataclass(frozen=True)
 class EdgeInfo:
@@ -136,16 +142,8 @@ class SourceInfo:
     error_files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class PublicationInfo:
-    """A published topic: its mode, addresses and subscribers' queue depths."""
-
-    topic: str
-    mode: str
-    addresses: tuple[str, ...]
-    subscribers: int
-    #: per partition: {subscriber peer: messages waiting in its queue}
-    queues: tuple[dict[str, int], ...] = ()
+#: a published topic: its mode, addresses and subscribers' queue depths (the engine's)
+PublicationInfo = PublicationView
 
 
 @dataclass(frozen=True)
@@ -180,7 +178,7 @@ class Snapshot:
     sources: tuple[SourceInfo, ...] = ()
     publications: tuple[PublicationInfo, ...] = ()
     history: tuple[TickPoint, ...] = ()
-    bindings: tuple[dict[str, Any], ...] = ()
+    bindings: tuple[Binding, ...] = ()
     bindings_total: int = 0
     commits_total: int = 0
     #: cumulative tick-duration histogram: counts per `TICK_BUCKETS` bound, +Inf last
@@ -202,17 +200,13 @@ class Snapshot:
         return next((s for s in self.sources if s.name == name), None)
 
 
-def _binding_summary(b: dict[str, Any]) -> dict[str, Any]:
+def _binding_summary(b: Binding) -> dict[str, Any]:
     return {
-        "tick": b["tick"],
-        "into_time": b["into_time"],
+        "tick": b.tick,
+        "into_time": b.into_time,
         "sources": {
-            name: {
-                "position": part.get("position"),
-                "frontier": part.get("frontier"),
-                "rows": part.get("rows"),
-            }
-            for name, part in b["sources"].items()
+            name: {"position": part.position, "frontier": part.frontier, "rows": part.rows}
+            for name, part in b.sources.items()
         },
     }
 
@@ -250,11 +244,11 @@ class Monitor:
         self._counts: dict[int, OperatorCounts] = {}
         self._changed = threading.Condition()
         self.version = 0
-        name = getattr(flow, "name", "")
-        data_dir = getattr(flow, "data_dir", "")
-        self.snapshot = Snapshot(name, data_dir, published_at=_time.time())
-        if flow is not None:
-            self.snapshot = self._build(flow.engine if flow.started else None, None)
+        if flow is None:
+            self.snapshot = Snapshot("", "", published_at=_time.time())
+        else:
+            state = flow.engine.snapshot() if flow.started else None
+            self.snapshot = self._build(state, None)
 
     # ------------------------------------------------------------------ the hook
     def publish(self, engine: Any, report: Any) -> None:
@@ -269,18 +263,20 @@ class Monitor:
         for k in range(i, len(self._buckets)):  # cumulative, like Prometheus' `le`
             self._buckets[k] += 1
         self._seconds_sum += report.seconds
-        self._commits += sum(1 for node, _ in engine.plan.sinks if node.id in report.sealed)
-        self._count(engine, report)
-        snap = self._build(engine, report)
+        state = engine.snapshot()
+        self._commits += sum(1 for sink in state.sinks if sink.node in report.sealed)
+        self._count(state, report)
+        snap = self._build(state, report)
         with self._changed:
             self.snapshot = snap
             self.version += 1
             self._changed.notify_all()
 
-    def _count(self, engine: Any, report: Any) -> None:
+    def _count(self, state: EngineSnapshot, report: Any) -> None:
         """Fold the tick's `OperatorStats` into each operator's `OperatorCounts`."""
-        stats = getattr(report, "operators", {}) or {}
-        for nid, op in engine.ops.items():
+        stats = report.operators
+        for op in state.operators:
+            nid = op.id
             before = self._counts.get(nid) or OperatorCounts(op.counting)
             s = stats.get(nid)
             if s is None:  # did not step: nothing went in or out (where it is counted)
@@ -320,80 +316,85 @@ class Monitor:
             return self.version
 
     # ------------------------------------------------------------------ building
-    def _build(self, engine: Any, report: Any) -> Snapshot:
+    def _build(self, state: EngineSnapshot | None, report: Any) -> Snapshot:
+        """The page's snapshot: from the engine's `state` once it runs, else from the
+        dataflow's plan (the graph, nothing sealed)."""
         flow = self.flow
-        nodes = list(flow.nodes)
-        sinks = list(flow.compile().sinks)
-        graph: dict[int, list[int]] = {n.id: [i.id for i in n.inputs] for n in nodes}
-        sink_ids = {}
-        for k, (node, _sink) in enumerate(sinks):
-            sink_ids[k] = -(k + 1)  # sinks get negative ids: they are not plan nodes
-            graph[-(k + 1)] = [node.id]
+        if state is None:
+            plan = flow.compile()
+            ops = [
+                (n.id, n.kind, n.name, tuple(i.id for i in n.inputs), MIN_TIME, MIN_TIME)
+                for n in plan.nodes
+            ]
+            sinks = [
+                (-(k + 1), node.id, type(sink).__name__)
+                for k, (node, sink) in enumerate(plan.sinks)
+            ]
+            views = {}
+        else:
+            ops = [
+                (o.id, o.kind, o.name, o.inputs, o.frontier_in, o.frontier_out)
+                for o in state.operators
+            ]
+            sinks = [(-(k.index + 1), k.node, k.kind) for k in state.sinks]
+            views = {o.id: o for o in state.operators}
+        names = {nid: name for nid, _, name, *_ in ops}
+        graph: dict[int, list[int]] = {nid: list(ins) for nid, _, _, ins, _, _ in ops}
+        for sid, node, _ in sinks:
+            graph[sid] = [node]  # (sinks get negative ids: they are not plan nodes)
         pos = layout(graph)
         clock = report.into_time if report is not None else None
-        binding = engine.bindings[-1] if engine is not None and engine.bindings else None
-        clock = clock if clock is not None else (binding["into_time"] if binding else None)
-        consumers = {n.id: 0 for n in nodes}
-        for n in nodes:
-            for i in n.inputs:
-                consumers[i.id] += 1
-        for node, _ in sinks:
-            consumers[node.id] += 1
-        by_node_source = {}
-        if engine is not None:
-            by_node_source = {nid: s for nid, s in engine.sources.items()}
+        binding = state.bindings[-1] if state is not None and state.bindings else None
+        clock = clock if clock is not None else (binding.into_time if binding else None)
+        consumers = {nid: 0 for nid, *_ in ops}
+        for ins in graph.values():
+            for i in ins:
+                consumers[i] = consumers.get(i, 0) + 1
+        sources = {s.node: s for s in state.sources} if state is not None else {}
         infos: list[NodeInfo] = []
         out_frontier: dict[int, int | None] = {}
-        for n in nodes:
-            f_in = f_out = None
-            if engine is not None:
-                f_in = engine.done[n.id]
-                f_out = engine.frontier_of(n)
-            else:
-                from ..time.order import MIN_TIME
-
-                f_in = f_out = MIN_TIME
-            out_frontier[n.id] = f_out
-            src = by_node_source.get(n.id)
+        for nid, kind, name, ins, f_in, f_out in ops:
+            out_frontier[nid] = f_out
+            src = sources.get(nid)
             rows_tick = None
             if src is not None and binding is not None:
-                rows_tick = binding["sources"].get(src.name, {}).get("rows", 0)
-            op = engine.ops.get(n.id) if engine is not None else None
+                part = binding.sources.get(src.name)
+                rows_tick = part.rows if part is not None else 0
+            view = views.get(nid)
             infos.append(
                 NodeInfo(
-                    id=n.id,
-                    kind=n.kind,
-                    name=n.name,
-                    inputs=tuple(i.id for i in n.inputs),
-                    x=pos[n.id][0],
-                    layer=pos[n.id][1],
+                    id=nid,
+                    kind=kind,
+                    name=name,
+                    inputs=tuple(ins),
+                    x=pos[nid][0],
+                    layer=pos[nid][1],
                     frontier_in=f_in,
                     frontier_out=f_out,
                     lag_ms=_lag(clock, f_out),
-                    sealed=(report.sealed.get(n.id) if report is not None else None),
+                    sealed=(report.sealed.get(nid) if report is not None else None),
                     rows_tick=rows_tick,
-                    rows_total=src.rows_in if src is not None else None,
-                    stateful=bool(getattr(op, "stateful", False)),
-                    state_dir=getattr(getattr(op, "env", None), "state_dir", None),
-                    read=consumers[n.id] > 0 or n.kind == "source",
-                    counts=self._counts.get(n.id),
+                    rows_total=src.rows if src is not None else None,
+                    stateful=view.stateful if view is not None else False,
+                    state_dir=view.state_dir if view is not None else None,
+                    read=view.read if view is not None else consumers[nid] > 0,
+                    counts=self._counts.get(nid),
                 )
             )
-        for k, (node, sink) in enumerate(sinks):
-            sid = sink_ids[k]
-            f = out_frontier.get(node.id)
+        for sid, node, kind in sinks:
+            f = out_frontier.get(node)
             infos.append(
                 NodeInfo(
                     id=sid,
                     kind="sink",
-                    name=f"{type(sink).__name__} ← {node.name}",
-                    inputs=(node.id,),
+                    name=f"{kind} ← {names.get(node, node)}",
+                    inputs=(node,),
                     x=pos[sid][0],
                     layer=pos[sid][1],
                     frontier_in=f,
                     frontier_out=f,
                     lag_ms=_lag(clock, f),
-                    sealed=(report.sealed.get(node.id) if report is not None else None),
+                    sealed=(report.sealed.get(node) if report is not None else None),
                 )
             )
         edges = tuple(
@@ -401,51 +402,34 @@ class Monitor:
             for n in infos
             for i in n.inputs
         )
-        sources: list[SourceInfo] = []
-        if engine is not None:
-            for nid, s in engine.sources.items():
-                sources.append(
-                    SourceInfo(
-                        name=s.name,
-                        node=nid,
-                        health=s.health,
-                        position=s.position,
-                        acknowledged=engine.acknowledged.get(s.name),
-                        frontier=s.frontier,
-                        lag_ms=_lag(clock, s.frontier),
-                        rows=s.rows_in,
-                        rows_tick=(
-                            binding["sources"].get(s.name, {}).get("rows", 0) if binding else 0
-                        ),
-                        late=s.late_count,
-                        errors=s.error_count,
-                        exhausted=s.exhausted,
-                        event_time=s.event_time,
-                        late_files=tuple(
-                            (f.path, f.late_path, f.late)
-                            for f in s.files[-_LOG_LOOKBACK:]
-                            if f.late != 0
-                        ),
-                        error_files=tuple(f.path for f in s.error_files[-_LOG_LOOKBACK:]),
-                    )
-                )
-        pubs = []
-        for topic, sink in getattr(flow, "publications", {}).items():
-            publishers = list(getattr(sink, "publishers", []))
-            pubs.append(
-                PublicationInfo(
-                    topic=topic,
-                    mode=sink.mode,
-                    addresses=tuple(f"{h}:{p}" for h, p in sink.addresses),
-                    subscribers=sum(p.subscriber_count for p in publishers),
-                    queues=tuple(p.queue_depths for p in publishers),
-                )
+        infos_sources = tuple(
+            SourceInfo(
+                name=s.name,
+                node=s.node,
+                health=s.health,
+                position=s.position,
+                acknowledged=s.acknowledged,
+                frontier=s.frontier,
+                lag_ms=_lag(clock, s.frontier),
+                rows=s.rows,
+                rows_tick=(
+                    binding.sources[s.name].rows
+                    if binding is not None and s.name in binding.sources
+                    else 0
+                ),
+                late=s.late,
+                errors=s.errors,
+                exhausted=s.exhausted,
+                event_time=s.event_time,
+                late_files=tuple((f.path, f.late_path, f.late) for f in s.late_files),
+                error_files=s.error_files,
             )
-        recent = tuple(engine.bindings[-self._bindings :]) if engine is not None else ()
+            for s in (state.sources if state is not None else ())
+        )
         return Snapshot(
             flow=flow.name,
             data_dir=flow.data_dir,
-            tick=engine.tick_no if engine is not None else 0,
+            tick=state.tick if state is not None else 0,
             into_time=clock,
             frontier=report.frontier if report is not None else None,
             seconds=report.seconds if report is not None else 0.0,
@@ -453,13 +437,13 @@ class Monitor:
             published_at=_time.time(),
             nodes=tuple(infos),
             edges=edges,
-            sources=tuple(sources),
-            publications=tuple(pubs),
+            sources=infos_sources,
+            publications=state.publications if state is not None else (),
             history=tuple(self._history),
-            bindings=recent,
-            bindings_total=engine.tick_no if engine is not None else 0,
+            bindings=state.bindings[-self._bindings :] if state is not None else (),
+            bindings_total=state.bindings_total if state is not None else 0,
             commits_total=self._commits,
             tick_buckets=tuple(self._buckets),
             tick_seconds_sum=self._seconds_sum,
-            recovered_from=dict(engine.recovered_from) if engine is not None else {},
+            recovered_from=dict(state.recovered_from) if state is not None else {},
         )

@@ -10,9 +10,9 @@ PostgreSQL URL in read-only transactions — and reports, per dataflow in the st
   (`sealtime.engine.bindings.resumption_positions`) from the durable uppers of the
   dataflow's shards in the store (``<flow>.*`` Persist shards); sinks that keep their
   commit log outside the store (Parquet) are not seen;
-* per operator its frontier: the plan recorded in the store (kinds, names, inputs)
-  with the last binding's source frontiers through the progress tracker — exactly
-  what the engine computed at that tick;
+* per operator its frontier: the plan graph recorded in the store (kinds, names,
+  inputs, path summaries) with the last binding's frontiers through the progress
+  tracker — exactly what the engine computed at that tick;
 * checkpoints, shards (``upper``/``since``) and the catalog.
 
 >>> import tempfile
@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["collect_status", "format_status", "status_cmd"]
+from ..engine.frontiers import FrontierTracker, output_frontier
+from ..plan import GRAPH_NAMESPACE, GraphNode
 
-_PLAN = re.compile(r"^(?P<kind>[^:]+):(?P<name>.*?):\[(?P<inputs>[0-9, ]*)\]:\[")
+__all__ = ["collect_status", "format_status", "status_cmd"]
 
 
 class _ReadOnly:
@@ -85,60 +85,31 @@ class _ReadOnly:
             self.pg.close()
 
 
-def _plan_nodes(fingerprint: list[str]) -> list[dict[str, Any]]:
-    nodes = []
-    for i, entry in enumerate(fingerprint):
-        if entry.startswith("sink:"):
-            continue
-        m = _PLAN.match(entry)
-        if m is None:
-            nodes.append({"id": i, "kind": "?", "name": entry[:40], "inputs": []})
-            continue
-        ins = [int(x) for x in m.group("inputs").replace(" ", "").split(",") if x]
-        params: dict[str, Any] = {}
-        if m.group("kind") == "advance_time":
-            g = re.search(r"granularity\W+(\d+)", entry)
-            if g:
-                params["granularity"] = int(g.group(1))
-        nodes.append(
-            {
-                "id": i,
-                "kind": m.group("kind"),
-                "name": m.group("name"),
-                "inputs": ins,
-                "params": params,
-            }
-        )
-    return nodes
+def _graph(stored: list[dict[str, Any]]) -> list[GraphNode]:
+    """The plan graph the engine recorded (under `sealtime.plan.GRAPH_NAMESPACE`)."""
+    return [GraphNode.from_json(d) for d in stored]
 
 
 def _operator_frontiers(
-    nodes: list[dict[str, Any]], sources: dict[str, Any]
+    graph: list[GraphNode], sources: dict[str, Any], into_time: int
 ) -> dict[int, int | None]:
-    from ..dataflow.plan import Node
-    from ..engine.frontiers import FrontierTracker, node_summary
-
-    built: dict[int, Node] = {}
-    for n in nodes:
-        built[n["id"]] = Node(
-            n["kind"],
-            n["name"],
-            [built[i] for i in n["inputs"] if i in built],
-            None,
-            params=n.get("params", {}),
-            id=n["id"],
-        )
-    plan = list(built.values())
-    tracker = FrontierTracker(plan)
-    frontiers = tracker.advance(
-        {n.id: sources[n.name].get("frontier") for n in plan if not n.inputs and n.name in sources}
-    )
-    out: dict[int, int | None] = {}
-    for n in plan:
-        f = frontiers.get(n.id)
-        summary = node_summary(n) if n.kind == "advance_time" and n.params else None
-        out[n.id] = f if f is None or summary is None else summary.results_in(f)
-    return out
+    """Every operator's output frontier after the last binding, as the engine computed
+    it: the roots' frontiers (a source's from its binding; a side output's, the binding
+    time + 1, or empty once its source is exhausted) through the progress tracker."""
+    by_id = {g.id: g for g in graph}
+    roots: dict[int, int | None] = {}
+    for g in graph:
+        if not g.root:
+            continue
+        source = sources.get(g.name) if not g.inputs else sources.get(by_id[g.inputs[0]].name)
+        if source is None:
+            continue
+        if not g.inputs:
+            roots[g.id] = source.get("frontier")
+        else:
+            roots[g.id] = None if source.get("exhausted") else into_time + 1
+    frontiers = FrontierTracker(graph).advance(roots)
+    return {g.id: output_frontier(g.summary, frontiers.get(g.id)) for g in graph}
 
 
 def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]:
@@ -154,14 +125,14 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
             flows = [
                 r[0] for r in db.query("SELECT DISTINCT flow FROM sealtime_bindings ORDER BY flow")
             ]
-        plans: dict[str, Any] = {}
+        graphs: dict[str, Any] = {}
         kv: dict[tuple[str, str], Any] = {}
         if "sealtime_kv" in tables:
             for ns, key, value in db.query("SELECT namespace, key, value FROM sealtime_kv"):
                 kv[(ns, key)] = json.loads(value)
-                if ns == "dataflow-plan":
-                    plans[key] = kv[(ns, key)]
-        flows = sorted(set(flows) | set(plans))
+                if ns == GRAPH_NAMESPACE:
+                    graphs[key] = kv[(ns, key)]
+        flows = sorted(set(flows) | set(graphs))
         shards = []
         if "sealtime_shards" in tables:
             for name, lower, upper, since in db.query(
@@ -210,17 +181,19 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
                     "health": state.get("health"),
                     "exhausted": state.get("exhausted"),
                 }
-            nodes = _plan_nodes(plans.get(flow, []))
-            frontiers = _operator_frontiers(nodes, sources) if nodes and parts else {}
+            graph = _graph(graphs.get(flow, []))
+            frontiers = (
+                _operator_frontiers(graph, sources, int(rows[-1][1])) if graph and rows else {}
+            )
             operators = [
                 {
-                    "id": n["id"],
-                    "kind": n["kind"],
-                    "name": n["name"],
-                    "inputs": n["inputs"],
-                    "frontier": frontiers.get(n["id"]),
+                    "id": g.id,
+                    "kind": g.kind,
+                    "name": g.name,
+                    "inputs": list(g.inputs),
+                    "frontier": frontiers.get(g.id),
                 }
-                for n in nodes
+                for g in graph
             ]
             checkpoints = []
             if "sealtime_checkpoints" in tables:

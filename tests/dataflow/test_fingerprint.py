@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import sealtime as st
-from sealtime.dataflow.fingerprint import canonical
+from sealtime.plan.fingerprint import canonical
 from sealtime.engine.bindings import PlanChangedError
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])

@@ -10,13 +10,37 @@ not associative, decimal addition is).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from ..errors import SchemaError
+from ..errors import ConfigError, SchemaError
 
-__all__ = ["Aggregate", "avg", "count", "count_distinct", "max", "min", "sum"]
+__all__ = ["Aggregate", "AggregateKind", "avg", "count", "count_distinct", "max", "min", "sum"]
 
-_KINDS = ("sum", "count", "min", "max", "avg", "count_distinct")
+
+class AggregateKind(str, enum.Enum):
+    """What an `Aggregate` computes; its value is the user-facing name (``st.<value>``).
+
+    >>> AggregateKind("sum").additive, AggregateKind.MIN.additive
+    (True, False)
+    """
+
+    SUM = "sum"
+    COUNT = "count"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+    COUNT_DISTINCT = "count_distinct"
+
+    @property
+    def additive(self) -> bool:
+        """Is the value a sum over the rows (``sum``, ``avg``'s sum and count)?"""
+        return self in (AggregateKind.SUM, AggregateKind.AVG)
+
+    @property
+    def extremum(self) -> bool:
+        """Is it the least or the largest value (``min``, ``max``)?"""
+        return self in (AggregateKind.MIN, AggregateKind.MAX)
 
 
 @dataclass(frozen=True)
@@ -24,17 +48,31 @@ class Aggregate:
     """One aggregate: its kind and the column it reads (None for `count()`).
 
     >>> sum("price")
-    Aggregate(kind='sum', column='price')
+    st.sum('price')
+    >>> Aggregate("median", "x")
+    Traceback (most recent call last):
+    ...
+    sealtime.errors.ConfigError: unknown aggregate 'median'; use one of sum, count, min, max, avg, count_distinct
     """
 
-    kind: str
+    kind: AggregateKind
     column: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise ValueError(f"unknown aggregate {self.kind!r}; use one of {_KINDS}")
-        if self.kind != "count" and not isinstance(self.column, str):
-            raise ValueError(f"st.{self.kind}(column) needs a column name, got {self.column!r}")
+        if not isinstance(self.kind, AggregateKind):
+            try:
+                object.__setattr__(self, "kind", AggregateKind(self.kind))
+            except ValueError:
+                names = ", ".join(k.value for k in AggregateKind)
+                raise ConfigError(f"unknown aggregate {self.kind!r}; use one of {names}") from None
+        if self.kind is not AggregateKind.COUNT and not isinstance(self.column, str):
+            raise ConfigError(
+                f"st.{self.kind.value}(column) needs a column name, got {self.column!r}"
+            )
+
+    def __repr__(self) -> str:
+        arg = "" if self.column is None else repr(self.column)
+        return f"st.{self.kind.value}({arg})"
 
     def check(self, name: str, schema) -> None:
         """Refuse, when the graph is built, an aggregate its input column cannot take:
@@ -52,20 +90,20 @@ class Aggregate:
 
         if self.column is None:
             return
-        call = f"aggregate({name}=st.{self.kind}({self.column!r}))"
+        call = f"aggregate({name}={self!r})"
         fields = {f.name: f.dataType for f in schema.fields}
         if self.column not in fields:
             raise SchemaError(f"{call}: no column {self.column!r}; the input has {sorted(fields)}")
         dtype = fields[self.column]
-        if self.kind in ("sum", "avg") and not isinstance(dtype, T.NumericType):
+        if self.kind.additive and not isinstance(dtype, T.NumericType):
             raise SchemaError(
-                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
+                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind.value} needs "
                 "a numeric column: cast it first, e.g. "
                 f"with_columns({self.column}=F.col({self.column!r}).cast('double'))"
             )
         if isinstance(dtype, (T.MapType, T.ArrayType, T.StructType)):
             raise SchemaError(
-                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind} needs "
+                f"{call}: column {self.column!r} is {dtype.simpleString()}; {self.kind.value} needs "
                 "a column of an orderable, comparable type (numbers, strings, dates, "
                 "timestamps, booleans)"
             )
@@ -73,25 +111,25 @@ class Aggregate:
     @property
     def decomposable(self) -> bool:
         """Can partial results be merged (for append-only input)? Not count_distinct."""
-        return self.kind != "count_distinct"
+        return self.kind is not AggregateKind.COUNT_DISTINCT
 
 
 def sum(column: str) -> Aggregate:  # noqa: A001 - the field's name for it
     """Sum of `column` (nulls ignored).
 
     >>> sum("x").kind
-    'sum'
+    <AggregateKind.SUM: 'sum'>
     """
-    return Aggregate("sum", column)
+    return Aggregate(AggregateKind.SUM, column)
 
 
 def count() -> Aggregate:
     """Number of rows (with multiplicity).
 
     >>> count()
-    Aggregate(kind='count', column=None)
+    st.count()
     """
-    return Aggregate("count", None)
+    return Aggregate(AggregateKind.COUNT, None)
 
 
 def min(column: str) -> Aggregate:  # noqa: A001
@@ -100,31 +138,31 @@ def min(column: str) -> Aggregate:  # noqa: A001
     >>> min("x").column
     'x'
     """
-    return Aggregate("min", column)
+    return Aggregate(AggregateKind.MIN, column)
 
 
 def max(column: str) -> Aggregate:  # noqa: A001
     """Largest value of `column` among rows present (correct under retractions).
 
-    >>> max("x").kind
+    >>> max("x").kind.value
     'max'
     """
-    return Aggregate("max", column)
+    return Aggregate(AggregateKind.MAX, column)
 
 
 def avg(column: str) -> Aggregate:
     """Mean of `column` over non-null values, as a double.
 
-    >>> avg("x").kind
+    >>> avg("x").kind.value
     'avg'
     """
-    return Aggregate("avg", column)
+    return Aggregate(AggregateKind.AVG, column)
 
 
 def count_distinct(column: str) -> Aggregate:
     """Number of distinct non-null values of `column` among rows present.
 
-    >>> count_distinct("x").kind
-    'count_distinct'
+    >>> count_distinct("x")
+    st.count_distinct('x')
     """
-    return Aggregate("count_distinct", column)
+    return Aggregate(AggregateKind.COUNT_DISTINCT, column)

@@ -16,9 +16,9 @@ window specs, join kinds, top-k orders — and nothing that changes from run to 
   source is its type (its data is the log's concern, not the plan's); other callables
   are their qualified name.
 
->>> from sealtime.dataflow.aggregates import Aggregate
+>>> from sealtime.plan.aggregates import Aggregate
 >>> canonical({"n": Aggregate("sum", "v"), "by": ["k"]})
-"{'by': ['k'], 'n': Aggregate(kind='sum', column='v'...)}"
+"{'by': ['k'], 'n': Aggregate(kind=AggregateKind.SUM, column='v')}"
 >>> strip_ids("Filter (v#12L > 1) +- LocalRelation <empty>, [k#10, v#12L] @ 0x7f00ab")
 'Filter (v > 1) +- LocalRelation <empty>, [k, v] @ 0x'
 """
@@ -29,6 +29,7 @@ import dataclasses
 import enum
 import re
 import types
+from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -54,15 +55,15 @@ def canonical(value: Any) -> str:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
+    if isinstance(value, enum.Enum):  # (before str: a str enum is a str)
+        return f"{type(value).__name__}.{value.name}"
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
-    if isinstance(value, enum.Enum):
-        return f"{type(value).__name__}.{value.name}"
     if isinstance(value, Column):
         return f"Column({strip_ids(str(value))})"
     if isinstance(value, DataFrame):
         return f"DataFrame({frame_text(value)})"
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         items = sorted((str(k), canonical(v)) for k, v in value.items())
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}"
     if isinstance(value, (list, tuple)):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..durations import parse_duration
 from ..errors import ConfigError
-from .durations import parse_duration
 
 __all__ = ["Session", "Sliding", "Tumbling", "WindowSpec"]
 

@@ -1,0 +1,189 @@
+"""The sink stage of a tick: each sink commits the sealed range of its collection once.
+
+Three ways a range reaches its sink:
+
+* **collected ahead** (`sealtime.engine.ahead`): an Arrow sink of a per-row collection
+  over one source gets each log entry's rows once, at all their times, and is handed
+  those of the sealed range;
+* **collected early**: the first sink whose commit runs a Spark job and takes Arrow has
+  its collection started in the background, so that the engine can mint the next
+  tick's binding while it runs (read-ahead);
+* **committed**: every other sink gets the range's frame and runs its own job.
+
+The collections run in a small thread pool; each job keeps the Spark local properties
+(job group, description, scheduler pool) of the thread that started it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..operators import Operator
+from ..plan import Plan, PlanNode, row_source
+from ..sinks.base import CommitContext, Sink
+from ..spark import frames
+from .ahead import AheadCollector, Collected
+from .dataplane import StepResult
+from .frontiers import f_min
+from .ingest import SourceRuntime
+
+__all__ = ["SinkStage", "durable_upper"]
+
+
+def durable_upper(plan: Plan) -> int | None:
+    """The least upper of the sinks that must not lose data (exactly-once sinks); None
+    when every logged row is durable downstream (no such sink, or all done)."""
+    return f_min(sink.durable_upper() for _, sink in plan.sinks if sink.exactly_once)
+
+
+class SinkStage:
+    """The sinks of one plan and their collections (see the module docstring)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        sources: Mapping[int, SourceRuntime],
+        ops: Mapping[int, Operator[Any]],
+        spark: SparkSession,
+    ) -> None:
+        self.plan = plan
+        self.sources = sources
+        #: the runtime operators, for the per-row chains the ahead readers apply
+        self.ops = ops
+        self.spark = spark
+        #: per sink (its index in ``plan.sinks``) that collects ahead of the frontier
+        self.ahead: dict[int, AheadCollector] = {
+            i: AheadCollector()
+            for i, (node, sink) in enumerate(plan.sinks)
+            if sink.takes_arrow and row_source(node) is not None
+        }
+        #: the nodes whose sinks all collect ahead
+        self.ahead_nodes = {plan.sinks[i].node.id for i in self.ahead}
+        #: the nodes whose output frame a sink reads
+        self.frame_nodes = [
+            node.id for i, (node, _) in enumerate(plan.sinks) if i not in self.ahead
+        ]
+        self._pool: ThreadPoolExecutor | None = None
+        #: this tick's ahead readers and early collection (between `begin` and `commit`)
+        self._readers: dict[int, Any] = {}
+        self._early: tuple[int, Future[Any]] | None = None
+
+    # ------------------------------------------------------------------ the tick
+    def begin(self, r: StepResult) -> bool:
+        """Start this tick's collections: the ahead ones and the first early one.
+        Returns whether any collection runs (a read-ahead can then overlap it)."""
+        self._readers = {}
+        for i, (node, sink) in enumerate(self.plan.sinks):
+            if i in self.ahead and node.id in r.sealed:
+                self._readers[i] = reader = self._ahead_reader(node, sink)
+                self.ahead[i].begin(r.sealed[node.id][0], reader)
+        self._early = self._first_collection(r)
+        return bool(self._readers or self._early)
+
+    def begin_next(self, r: StepResult) -> None:
+        """Start, for the next tick (whose binding was just minted), the ahead
+        collections of the entries it logged."""
+        for i, reader in self._readers.items():
+            lo, hi = r.sealed[self.plan.sinks[i].node.id]
+            if hi is not None:
+                self.ahead[i].begin_next(lo, hi, reader)
+
+    def commit(self, r: StepResult, tick: int) -> None:
+        """Commit every sink's sealed range (waiting for the collections begun)."""
+        for i, (node, sink) in enumerate(self.plan.sinks):
+            if node.id not in r.sealed:
+                continue
+            lo, hi = r.sealed[node.id]
+            context = CommitContext(
+                tick=tick, spark=self.spark, schema=node.schema, collection=node.name
+            )
+            if i in self.ahead:
+                sink.commit_arrow(self.ahead[i].take(lo, hi), lo, hi, context)
+                continue
+            if self._early is not None and self._early[0] == i:
+                sink.commit_arrow(self._early[1].result(), lo, hi, context)
+                r.materialised |= self.plan.upstream([node.id])
+                continue
+            computed = sink.commit(r.outputs[node.id], lo, hi, context)
+            if computed is True:  # (a range committed before a restart runs nothing)
+                r.materialised |= self.plan.upstream([node.id])
+        self._readers, self._early = {}, None
+
+    def durable_upper(self) -> int | None:
+        """The least durable upper of the plan's exactly-once sinks (`durable_upper`)."""
+        return durable_upper(self.plan)
+
+    def close(self) -> None:
+        """Stop the collection pool (queued collections are cancelled; a running one is
+        waited for, so that no job of this dataflow outlives it)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    # ------------------------------------------------------------------ collections
+    def _first_collection(self, r: StepResult) -> tuple[int, Future[Any]] | None:
+        """The Arrow collection of the first sink (in plan order) whose commit runs a
+        job, started now when that sink takes Arrow. Only the first: sinks' jobs keep
+        their order, as a later one may read state an earlier one's kernels write. (A
+        range without updates commits without a job.)"""
+        for i, (node, sink) in enumerate(self.plan.sinks):
+            delta = r.outputs.get(node.id)
+            if node.id not in r.sealed or i in self.ahead or delta is None:
+                continue  # (no job: collected ahead, or nothing to commit)
+            if not sink.takes_arrow:
+                return None
+            return i, self._collect(sink.arrow_plan(delta))
+        return None
+
+    def _ahead_reader(self, node: PlanNode, sink: Sink) -> Any:
+        """`AheadCollector`'s ``read`` for `sink` of the per-row collection `node`: the
+        plan of `node` over the log entries not read yet, at every time from ``lo`` on,
+        collected as the sink's Arrow rows by a Spark job in the background (the plan
+        is built here, on the engine's thread; only the collection runs in the pool)."""
+        source = row_source(node)
+        assert source is not None
+        runtime = self.sources[source.id]
+        chain: list[PlanNode] = []
+        at = node
+        while at is not source:
+            chain.append(at)
+            at = at.inputs[0]
+        ops = self.ops
+
+        def plan(lo: int, skip: Any) -> DataFrame | None:
+            df = runtime.frame(self.spark, "main", lo, None, source.columns, skip)
+            for n in reversed(chain):
+                if df is None:
+                    return None
+                df = ops[n.id].step([df], lo, None)
+            return df
+
+        def read(lo: int, skip: Any) -> tuple[Collected, list[tuple[str, int]]]:
+            keys = [e.key for e in runtime.log.entries_for("main", lo, None)]
+            df = plan(lo, skip) if any(k not in skip for k in keys) else None
+            if df is None:
+                return None, keys
+            return self._collect(sink.arrow_plan(df)).result, keys
+
+        return read
+
+    def _collect(self, df: DataFrame) -> Future[Any]:
+        """`to_arrow(df)` in a background thread (a Spark job while the engine goes on).
+        The job keeps this thread's Spark local properties (job group, description,
+        scheduler pool), as PySpark's `InheritableThread` does."""
+        if self._pool is None:
+            # Two: this tick's collection and the next tick's, read ahead.
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="sealtime-collect")
+        jsc = self.spark.sparkContext._jsc.sc()
+        properties = jsc.getLocalProperties().clone()
+
+        def run() -> Any:
+            jsc.setLocalProperties(properties)
+            # Looked up per call: tests and bench/tick_profile.py wrap frames.to_arrow.
+            return frames.to_arrow(df)
+
+        return self._pool.submit(run)

@@ -1,0 +1,67 @@
+"""Log retention: which ingest-log files a checkpoint made unnecessary, and their removal.
+
+After a checkpoint, a source's log rows at times below the least frontier of the source
+and everything downstream of it are reflected in the checkpointed state: recovery never
+reads them again. The truncation mark of each source is recorded in the metadata store
+*first*; only then are the files deleted, so a crash in between only leaves files
+behind (they are deleted at the next truncation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..plan import Plan
+from ..storage.fs import DataFS
+from ..storage.metadata import MetadataStore
+from ..time.order import MAX_TIME
+from .frontiers import f_min
+from .ingest import SourceRuntime, unreferenced_paths
+
+__all__ = ["TRUNCATION", "LogRetention"]
+
+#: metadata-store namespace of the truncation marks (key: the dataflow's name)
+TRUNCATION = "log-truncation"
+
+
+class LogRetention:
+    """The truncation of one dataflow's ingest logs behind its checkpoints."""
+
+    def __init__(
+        self, plan: Plan, store: MetadataStore, sources: Mapping[int, SourceRuntime], fs: DataFS
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.sources = sources
+        self.fs = fs
+        self.flow = plan.config.name
+
+    def marks(self) -> dict[str, int]:
+        """Per source, the time below which its log was truncated."""
+        return dict(self.store.kv_get(TRUNCATION, self.flow, {}))
+
+    def processed_below(self, done: Mapping[int, int | None]) -> dict[str, int | None]:
+        """Per source, the least `done` frontier over the source and everything
+        downstream of it: log rows at earlier times are reflected in the state a
+        checkpoint records now."""
+        return {
+            src.name: f_min(done[n] for n in self.plan.downstream(nid))
+            for nid, src in self.sources.items()
+        }
+
+    def truncate(self, below: Mapping[str, int | None]) -> None:
+        """Record the new marks, then delete the log files wholly below them."""
+        marks = self.marks()
+        marks.update({k: (v if v is not None else MAX_TIME) for k, v in below.items()})
+        self.store.kv_put(TRUNCATION, self.flow, marks)
+        for src in self.sources.values():
+            mark = marks[src.name]
+            for files in (src.files, src.error_files, src.health_files):
+                gone = [f for f in files if f.max_time < mark]
+                kept = [f for f in files if f.max_time >= mark]
+                # Linked entries share their source file's link; sidecars go with entries.
+                for path in unreferenced_paths(gone, kept):
+                    rel = self.fs.rel(path)
+                    if rel is not None:  # (the log lies under the data dir)
+                        self.fs.delete_file(rel)
+                files[:] = kept

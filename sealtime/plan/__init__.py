@@ -1,0 +1,76 @@
+"""The logical plan: one frozen dataclass per operator, with typed fields.
+
+`sealtime.dataflow` (the Python API) and `sealtime.sql` build plans; `sealtime.operators`
+turns each node into a runtime operator (a type → class table) and `sealtime.engine`
+runs them. Nothing here runs Spark: a plan is data (see README.md for the code map).
+"""
+
+from .aggregates import Aggregate, AggregateKind
+from .graph import GRAPH_NAMESPACE, GraphNode, graph_of
+from .join import Join
+from .node import NOT_FINGERPRINTED, WINDOW_END, WINDOW_START, PlanNode
+from .order import OrderKey, parse_order_by
+from .plan import Plan, RunConfig, SinkEdge, log_derived, row_source, upstream_sources
+from .reduce import Aggregation, Distinct, Reduce, SessionReduce, TopK, TopKOrder, WindowedReduce
+from .source import Connector, SideOutput, Source, SourceOutput
+from .stateless import (
+    AdvanceTime,
+    AssignWindows,
+    Consolidate,
+    Filter,
+    Inspect,
+    Map,
+    Negate,
+    Project,
+    Union,
+)
+from .timeout import LAST_UPDATE, TIMED_OUT_AT, Timeout
+from .windows import Session, Sliding, Tumbling, WindowSpec
+
+__all__ = [
+    "GRAPH_NAMESPACE",
+    "LAST_UPDATE",
+    "NOT_FINGERPRINTED",
+    "TIMED_OUT_AT",
+    "WINDOW_END",
+    "WINDOW_START",
+    "AdvanceTime",
+    "Aggregate",
+    "AggregateKind",
+    "Aggregation",
+    "AssignWindows",
+    "Connector",
+    "Consolidate",
+    "Distinct",
+    "Filter",
+    "GraphNode",
+    "Inspect",
+    "Join",
+    "Map",
+    "Negate",
+    "OrderKey",
+    "Plan",
+    "PlanNode",
+    "Project",
+    "Reduce",
+    "RunConfig",
+    "Session",
+    "SessionReduce",
+    "SideOutput",
+    "SinkEdge",
+    "Sliding",
+    "Source",
+    "SourceOutput",
+    "Timeout",
+    "TopK",
+    "TopKOrder",
+    "Tumbling",
+    "Union",
+    "WindowSpec",
+    "WindowedReduce",
+    "graph_of",
+    "log_derived",
+    "parse_order_by",
+    "row_source",
+    "upstream_sources",
+]
