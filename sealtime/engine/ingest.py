@@ -5,7 +5,7 @@
 1. reads a batch from the source's reader (file ranges for immutable Parquet input; a
    clocked reader is given the tick's binding time),
 2. stamps it — `sealtime.engine.timestamper.Timestamper` decides times, lateness,
-   idleness and the frontier, without I/O,
+   refusals (null or far-future event times), idleness and the frontier, without I/O,
 3. logs it — `sealtime.engine.ingest_log.IngestLogWriter` writes the data, late,
    errors and health entries, one Arrow schema per kind — *before* any row propagates,
 4. returns its `BindingPart` of the tick's binding (`sealtime.engine.bindings`).
@@ -18,11 +18,14 @@ Time assignment (details in `sealtime.engine.timestamper`):
 
 * ingestion time: ``_time`` = the tick's binding time; the frontier becomes
   ``into_time + 1``.
-* event time (``time="col"``, ``lateness=L``): ``_time`` = the column (ms); record *i*
-  is late iff its time < ``max event time of the records before it - L``; late rows go
-  to the ``late`` output, stamped at that bound, with a reason.
+* event time (``time="col"``, ``lateness=L``): ``_time`` = the column (ms); a record
+  whose time is null or beyond ``into_time + max_future`` goes to ``errors`` (it moves
+  nothing); record *i* of the others is late iff its time < ``max event time of the
+  records before it - L``; late rows go to the ``late`` output with a reason.
 * explicit time (``Rows``, ``Timer``): ``_time``/``_diff`` come from the source.
 * idleness (``idle_timeout``): a quiet source's frontier follows the ticker's clock.
+* side outputs (late, errors, health): stamped at the tick's binding time ``into_time``,
+  so they are released with the binding whatever the event-time frontier.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..columns import DIFF, TIME
+from ..errors import SchemaError
 from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
 from ..sources.files import read_row_range
@@ -48,7 +52,7 @@ from .ingest_log import (
     LogFile,
     unreferenced_paths,
 )
-from .timestamper import Timestamper, split_null_times
+from .timestamper import Timestamper
 
 __all__ = ["MIN_TIME", "LogFile", "SourceRuntime", "unreferenced_paths"]
 
@@ -91,7 +95,7 @@ class SourceRuntime:
         replay: bool = False,
     ) -> None:
         if time_column is not None and time_column not in source.schema.names:
-            raise ValueError(
+            raise SchemaError(
                 f"source {name!r}: time={time_column!r} is not a column; "
                 f"columns are {source.schema.names}"
             )
@@ -110,6 +114,7 @@ class SourceRuntime:
             explicit=self.explicit,
             lateness=lateness,
             idle_timeout=idle_timeout,
+            max_future=max_future,
         )
         self.entries = LogEntries()
         self.writer = IngestLogWriter(log_dir, source.schema, self.entries)
@@ -192,15 +197,14 @@ class SourceRuntime:
             ) from exc
         self.position = batch.position
         stamper = self.stamper
-        # Side outputs are stamped at a time not sealed yet: the binding time, or the
-        # event-time frontier before this batch.
+        # Side outputs (late, errors, health) are stamped at the binding time.
         side = stamper.side_time(into_time)
         stamper.note_read(
             batch.data.num_rows > 0 or (batch.errors is not None and batch.errors.num_rows > 0),
             into_time,
         )
         if self.event_time:
-            batch = self._route_null_times(batch)
+            batch = self._route_refused(batch, into_time)
         n = batch.data.num_rows
         self.rows_in += n
         rows = self._stamp(batch, into_time)
@@ -226,7 +230,7 @@ class SourceRuntime:
             table = data.append_column(TIME, pa.array(np.full(n, into_time, np.int64)))
             table = table.append_column(DIFF, pa.array(np.ones(n, np.int64)))
             return table.append_column("_late", pa.nulls(n, pa.string()))
-        admission = self.stamper.admit(self.stamper.event_times(data))
+        admission = self.stamper.admit(self.stamper.event_times(data), into_time)
         self.late_count += admission.late_count
         if links:
             return LinkedStamp(
@@ -241,20 +245,18 @@ class SourceRuntime:
             table = table.append_column(TIME, pa.array(admission.times))
             table = table.append_column(DIFF, pa.array(np.ones(n, np.int64)))
         elif admission.reason is not None:
-            # A late record is stamped at the (unsealed) bound it missed, so it is
-            # released to the `late` output like any other update.
+            # A late record is stamped at the binding time, like the other side outputs.
             i = table.schema.get_field_index(TIME)
             table = table.set_column(i, TIME, pa.array(admission.times))
         reason = admission.reason if admission.reason is not None else pa.nulls(n, pa.string())
         return table.append_column("_late", reason)
 
-    def _route_null_times(self, batch: ReadBatch) -> ReadBatch:
-        """Rows whose event time is null go to `errors` (raw row as JSON + reason); the
-        rest go on. A linked batch with such rows is read whole and logged as a copy, so
-        the log never links a file range holding a row that is not in the output."""
-        column = TIME if self.explicit else self.time_column
-        assert column is not None
-        if batch.data.column(column).null_count == 0:
+    def _route_refused(self, batch: ReadBatch, into_time: int) -> ReadBatch:
+        """Rows the stamper refuses (a null event time, or one beyond ``into_time +
+        max_future``) go to `errors` (raw row as JSON + reason); the rest go on. A linked
+        batch with such rows is read whole and logged as a copy, so the log never links
+        a file range holding a row that is not in the output."""
+        if not self.stamper.refuses_any(batch.data, into_time):
             return batch
         data = batch.data
         if isinstance(batch, LinkedBatch) and batch.links:
@@ -265,7 +267,7 @@ class SourceRuntime:
                     for path, first, end, _ in batch.links
                 ]
             ).cast(self.source.schema)
-        data, errors = split_null_times(data, column)
+        data, errors = self.stamper.refuse(data, into_time)
         assert errors is not None
         if batch.errors is not None and batch.errors.num_rows:
             old = batch.errors.select(["raw", "reason"]).cast(errors.schema)
