@@ -23,6 +23,11 @@ Every state change is one transaction (`MetadataStore.transaction`). Transaction
 by *joining*: an inner ``with store.transaction()`` on the same thread reuses the outer
 transaction, so a caller can make e.g. a shard append and a binding write atomic.
 
+A store may carry a **fence** (`MetadataStore.fence`, set by the data dir's owner,
+`sealtime.storage.ownership`): it runs first in every write transaction and fails the
+transaction when a newer owner took over, so every write of a fenced process fails —
+bindings, checkpoints, log truncation marks, sink commits — with no check in the callers.
+
 >>> import tempfile, os
 >>> with tempfile.TemporaryDirectory() as d:
 ...     store = MetadataStore.open(os.path.join(d, "meta.db"))
@@ -49,6 +54,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..errors import MetadataStoreError
+
 __all__ = [
     "DEFAULT_SQLITE_FILENAME",
     "Dialect",
@@ -67,9 +74,9 @@ Migration = str | Callable[["Transaction"], None]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-
-class MetadataStoreError(RuntimeError):
-    """A metadata store could not be opened or used; the message names the setting and fix."""
+#: PostgreSQL ends a session left idle inside a transaction this long (a process stopped
+#: mid-transaction, e.g. SIGSTOP), so its row locks cannot block the next owner forever.
+IDLE_IN_TRANSACTION_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,9 @@ class Dialect:
     begin_read: str
     for_update: str
     blob_type: str
+    #: a shared row lock (PostgreSQL ``FOR SHARE``): readers of a row that must not change
+    #: before they commit (the owner's epoch under a fenced write)
+    for_share: str = ""
 
     @staticmethod
     def sqlite() -> Dialect:
@@ -106,6 +116,7 @@ class Dialect:
             begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             for_update=" FOR UPDATE",
             blob_type="BYTEA",
+            for_share=" FOR SHARE",
         )
 
     def sql(self, text: str) -> str:
@@ -164,7 +175,7 @@ class Transaction:
 
 def _check_ident(ident: str) -> None:
     if not _IDENT.match(ident):
-        raise ValueError(f"not a plain SQL identifier: {ident!r}")
+        raise MetadataStoreError(f"not a plain SQL identifier: {ident!r}")
 
 
 def redact_url(url: str) -> str:
@@ -242,6 +253,11 @@ class MetadataStore:
         self._lock = threading.Lock()
         self._conns: list[Any] = []
         self._closed = False
+        self._timeout = 30.0
+        #: called as ``fence(tx)`` first in every write transaction (unless
+        #: ``transaction(fenced=False)``); raises to refuse the write. Set by the data dir's
+        #: owner (`sealtime.storage.ownership.Lease`); None: no fence.
+        self.fence: Callable[[Transaction], None] | None = None
 
     # ---------------------------------------------------------------- opening
     @classmethod
@@ -267,7 +283,7 @@ class MetadataStore:
         >>> MetadataStore.open("mysql://localhost/x")
         Traceback (most recent call last):
         ...
-        sealtime.storage.metadata.MetadataStoreError: metadata='mysql://localhost/x' is not a supported metadata store: ...
+        sealtime.errors.MetadataStoreError: metadata='mysql://localhost/x' is not a supported metadata store: ...
         """
         text = os.fspath(url_or_path)
         lowered = text.lower()
@@ -320,6 +336,7 @@ class MetadataStore:
             return conn
 
         store = cls(Dialect.sqlite(), connect, url=url)
+        store._timeout = timeout
         try:
             store._conn()
         except sqlite3.Error as exc:
@@ -371,9 +388,13 @@ class MetadataStore:
                         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                     schema_ready.set()
                 conn.execute(f'SET search_path TO "{schema}"')
+            conn.execute(
+                f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT_S}s'"
+            )
             return conn
 
         store = cls(Dialect.postgresql(), connect, url=shown)
+        store._timeout = timeout
         try:
             store._conn()
         except psycopg.Error as exc:
@@ -411,6 +432,11 @@ class MetadataStore:
             with contextlib.suppress(Exception):
                 conn.close()
 
+    @property
+    def closed(self) -> bool:
+        """Has `close()` been called?"""
+        return self._closed
+
     def __enter__(self) -> MetadataStore:
         return self
 
@@ -422,7 +448,7 @@ class MetadataStore:
 
     # ----------------------------------------------------------- transactions
     @contextlib.contextmanager
-    def transaction(self, *, readonly: bool = False) -> Iterator[Transaction]:
+    def transaction(self, *, readonly: bool = False, fenced: bool = True) -> Iterator[Transaction]:
         """Run a block as one transaction: committed if it returns, rolled back if it raises.
 
         Write transactions are serialized against other writers where they touch the same
@@ -433,6 +459,9 @@ class MetadataStore:
         Nested calls on the same thread join the outermost transaction (no savepoints);
         if an exception escapes a nested block the whole transaction is rolled back at the
         end even if an outer block swallowed the exception.
+
+        A write transaction first runs the store's `fence` (if any); `fenced=False` skips
+        it — only for the owner's own record, which checks its epoch itself.
         """
         current: Transaction | None = getattr(self._local, "tx", None)
         if current is not None:
@@ -448,9 +477,11 @@ class MetadataStore:
             return
         conn = self._conn()
         tx = Transaction(self, conn, readonly)
-        conn.execute(self.dialect.begin_read if readonly else self.dialect.begin_write)
+        self._begin(conn, readonly)
         self._local.tx = tx
         try:
+            if not readonly and fenced and self.fence is not None:
+                self.fence(tx)
             yield tx
         except BaseException:
             self._local.tx = None
@@ -470,6 +501,18 @@ class MetadataStore:
             with contextlib.suppress(Exception):
                 conn.execute("ROLLBACK")
             raise
+
+    def _begin(self, conn: Any, readonly: bool) -> None:
+        try:
+            conn.execute(self.dialect.begin_read if readonly else self.dialect.begin_write)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise MetadataStoreError(
+                f"metadata store {self.url!r}: no write lock within {self._timeout:g} s ({exc}) "
+                "— another process holds SQLite's write lock; a stopped process (SIGSTOP, a "
+                "debugger) holds it until it resumes or dies: resume or kill it"
+            ) from exc
 
     def in_transaction(self) -> bool:
         """Whether the calling thread has an open transaction on this store."""

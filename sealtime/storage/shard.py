@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from sealtime.errors import ReadBelowSinceError, StorageError
+from sealtime.errors import ConfigError, ReadBelowSinceError, StorageError
 from sealtime.storage.fs import DataFS
 from sealtime.storage.metadata import MetadataStore, Transaction
 
@@ -375,7 +375,7 @@ class Shard:
         (durability across power loss on local disks).
         """
         if not name:
-            raise ValueError("a shard needs a non-empty name")
+            raise ConfigError("a shard needs a non-empty name")
         user = pa.schema([f for f in schema if f.name not in (TIME, DIFF)]).remove_metadata()
         for special in (TIME, DIFF):
             idx = schema.get_field_index(special)
