@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ConfigError
 from ..kernels.keyed import HASH, exact_groups, match
 from ..storage.fs import DataFS
 from .runs import as_fs, live_spine, read_run, run_rows, spine_name, write_run
@@ -109,7 +110,7 @@ class SpinePartition:
         columns: Sequence[str] | None = None,
     ) -> None:
         if mode not in ("upsert", "additive"):
-            raise ValueError(f"SpinePartition(mode={mode!r})")
+            raise ConfigError(f"SpinePartition(mode={mode!r}): use 'upsert' or 'additive'")
         self.fs = as_fs(directory)
         self.directory = self.fs.location
         self.version = version

@@ -20,6 +20,13 @@ acknowledgements never pass it.
 Checkpoints (see `sealtime.engine.checkpoint`) and the dataflow's plan fingerprint are
 kept next to the bindings, in the same store.
 
+Before it writes anything, the engine makes its process the owner of the data dir
+(`BindingLog.acquire_lease`, `sealtime.storage.ownership`): a second writer is refused,
+and every later write of the store — bindings, checkpoints, truncation marks, sink
+commits — is fenced by the owner's epoch. Log files are written under the epoch
+(``log/<source>/e<epoch>/``), so the ones an older epoch wrote and no binding names (the
+tick a crashed or fenced owner was logging) are dead, and the new owner deletes them.
+
 >>> import tempfile
 >>> from sealtime.storage import MetadataStore
 >>> with tempfile.TemporaryDirectory() as d:
@@ -39,8 +46,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PlanChangedError
+from ..errors import PlanChangedError, StoredFormatError
+from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
+from ..storage.ownership import Lease, acquire_lease, epoch_of_name
 from ..time.order import MIN_TIME
 from .ingest_log import LogFile
 
@@ -70,7 +79,7 @@ def _from_json(cls: type, d: Mapping[str, Any], what: str) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(d) - names)
     if unknown:
-        raise ValueError(
+        raise StoredFormatError(
             f"{what}: unknown keys {unknown} in a stored binding; this data_dir was written "
             "by a newer sealtime — run that version"
         )
@@ -284,6 +293,62 @@ class BindingLog:
         store.migrate("engine", _MIGRATIONS)
         #: the per-source parts of the bindings loaded or appended by this object
         self._parts: list[dict[str, BindingPart]] = []
+
+    # ------------------------------------------------------------------ owner
+    def acquire_lease(self, config: Any) -> Lease:
+        """Make this process the owner of the dataflow's data dir (``config.data_dir``)
+        before anything is written, or raise `DataDirOwnedError` naming the owner; then
+        delete the log files older epochs left unbound. The lease's length and a forced
+        takeover come from ``config.lease`` / ``config.takeover`` when the run config has
+        them, else from `sealtime.storage.ownership.lease_settings` and the environment."""
+        lease = acquire_lease(
+            self.store,
+            config.data_dir,
+            self.flow,
+            lease=getattr(config, "lease", None),
+            takeover=getattr(config, "takeover", None),
+        )
+        self.sweep_log(DataFS.from_uri(config.data_dir).child("log"), lease.epoch)
+        return lease
+
+    def sweep_log(self, log: DataFS, epoch: int) -> int:
+        """Delete the ingest-log files in `log` (``<source>/e<k>/``) that an epoch
+        ``k < epoch`` wrote and no binding names: a tick whose binding never committed
+        (the owner crashed, or was fenced). Returns how many went.
+
+        >>> import tempfile
+        >>> from sealtime.storage import MetadataStore
+        >>> d = DataFS.from_uri(tempfile.mkdtemp())
+        >>> for name in ("s/e1/part-1.parquet", "s/e1/part-2.parquet", "s/e2/part-2.parquet"):
+        ...     d.write_bytes(name, b"x")
+        >>> bl = BindingLog(MetadataStore.open(d.root), "f")
+        >>> part = BindingPart(1, None, 1, files=(LogFile(d.join("s/e1/part-1.parquet"), 1, 1, 1),))
+        >>> _ = bl.append(1, 1, {"s": part})
+        >>> bl.sweep_log(d, epoch=2), sorted(d.names("s/e1")), d.names("s/e2")
+        (1, ['part-1.parquet'], ['part-2.parquet'])
+        """
+        old: list[tuple[str, list[str]]] = []
+        for source in log.names():
+            for name in log.names(source):
+                k = epoch_of_name(name)
+                if k is not None and k < epoch:
+                    old.append((f"{source}/{name}", log.names(f"{source}/{name}")))
+        if not any(files for _, files in old):
+            return 0
+        named = {
+            path
+            for binding in self.load()
+            for part in binding.sources.values()
+            for entry in part.entries()
+            for path in entry.paths()
+        }
+        gone = 0
+        for directory, files in old:
+            dead = [f"{directory}/{f}" for f in files if log.join(f"{directory}/{f}") not in named]
+            gone += log.delete_files(dead)
+            if len(dead) == len(files):
+                log.delete_dir(directory)
+        return gone
 
     # ------------------------------------------------------------------ plan
     def check_plan(self, fingerprint: list[str]) -> None:

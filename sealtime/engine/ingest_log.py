@@ -57,6 +57,7 @@ import pyarrow.parquet as pq
 from ..columns import DIFF, LATE, OFFSET, TIME
 from ..sources.files import read_row_range
 from ..storage.fs import DataFS
+from ..storage.ownership import epoch_at, epoch_name
 
 __all__ = [
     "DATA_SYSTEM_FIELDS",
@@ -275,8 +276,15 @@ class IngestLogWriter:
     def __init__(
         self, log_dir: str, source_schema: pa.Schema, entries: LogEntries, offset: int = 0
     ) -> None:
-        #: the log directory, through the one filesystem layer (`sealtime.storage.fs`)
+        #: the log directory, through the one filesystem layer (`sealtime.storage.fs`):
+        #: the owner's epoch directory in it (`sealtime.storage.ownership`), so a fenced
+        #: owner never overwrites a file the new owner's bindings name
         self.fs = DataFS.from_uri(log_dir)
+        epoch = epoch_at(self.fs.location)
+        if epoch is not None:
+            self.fs.create_dir(epoch_name(epoch))
+            self.fs.sync([epoch_name(epoch)])  # (its entry in the log dir, once)
+            self.fs = self.fs.child(epoch_name(epoch))
         self.fs.create_dir()
         self.log_dir = self.fs.location
         self.schema = data_schema(source_schema)

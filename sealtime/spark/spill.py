@@ -6,32 +6,42 @@ frame is a directory of Parquet files on the data dir (which every executor reac
 so it survives executor loss, and a soft checkpoint can refer to it by path instead of
 copying it. Each spill is a new *generation*; `collect_garbage` removes the generations
 that neither the live state nor the latest checkpoint refer to.
+
+Under a data dir this process owns (`sealtime.storage.ownership`), generation names carry
+the owner's epoch (``g00000007-e3``) and collection and `SpillStore.remove_all` delete only
+generations of this epoch or older ones: a fenced owner that wakes up never overwrites
+or deletes a spill of the newer owner. Checkpointed frames go to a directory of their
+own under the checkpoint's (`checkpoint_frame`), never to one another process may use.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from ..storage.fs import DataFS
+from ..storage.ownership import epoch_at, epoch_name, epoch_of_name
 
 __all__ = ["SpillStore", "checkpoint_frame"]
 
 
 def checkpoint_frame(df: DataFrame | None, directory: str) -> dict[str, Any] | None:
-    """Write `df` into a soft checkpoint's `directory` (one Spark job) and return its
-    description for the checkpoint manifest (None: no frame).
-    `SpillStore.restore_frame` reads it back.
+    """Write `df` into a new directory under a soft checkpoint's `directory` (one Spark
+    job; a name no other writer uses) and return its description for the checkpoint
+    manifest (None: no frame). `SpillStore.restore_frame` reads it back.
 
     >>> checkpoint_frame(None, "/tmp/x") is None
     True
     """
     if df is None:
         return None
-    fs = DataFS.from_uri(directory, setting="checkpoint directory")
+    fs = DataFS.from_uri(directory, setting="checkpoint directory").child(
+        f"f-{uuid.uuid4().hex[:16]}"
+    )
     df.write.mode("overwrite").parquet(fs.spark_uri())
     return {"path": fs.location, "schema": df.schema.json()}
 
@@ -50,10 +60,20 @@ class SpillStore:
         self.fs = DataFS.from_uri(directory, setting="spill directory")
         self.live: dict[str, str] = {}  # name -> path of its current generation
         self.pinned: set[str] = set()  # paths the latest checkpoint refers to
+        #: the epoch this process owns the data dir with (None: no owner)
+        self.epoch = epoch_at(self.fs.location)
 
     def path(self, name: str, generation: int) -> str:
-        """The location of generation `generation` of `name`."""
-        return self.fs.join(name, f"g{generation:08d}")
+        """The location of generation `generation` of `name` (with the owner's epoch)."""
+        suffix = "" if self.epoch is None else f"-{epoch_name(self.epoch)}"
+        return self.fs.join(name, f"g{generation:08d}{suffix}")
+
+    def _ours(self, generation: str) -> bool:
+        """May this store delete `generation`? Only this epoch's and older ones'."""
+        if self.epoch is None:
+            return True
+        epoch = epoch_of_name(generation)
+        return epoch is None or epoch <= self.epoch
 
     def write(self, df: DataFrame, name: str, generation: int) -> DataFrame:
         """Write `df` as generation `generation` of `name` (one Spark job) and return a
@@ -101,11 +121,15 @@ class SpillStore:
         for name in self.fs.names():
             for generation in self.fs.names(name):
                 rel = f"{name}/{generation}"
-                if rel not in keep:
+                if rel not in keep and self._ours(generation):
                     self.fs.delete_dir(rel)
 
     def remove_all(self) -> None:
-        """Forget everything (a restart without a checkpoint)."""
+        """Forget everything (a restart without a checkpoint): every generation of this
+        epoch and older ones."""
         self.live.clear()
         self.pinned.clear()
-        self.fs.delete_dir()
+        if self.epoch is None:
+            self.fs.delete_dir()
+            return
+        self.collect_garbage()
