@@ -147,8 +147,6 @@ class Engine:
         self.log = BindingLog(store, config.name)
         # One owner per data dir: refused if another process owns it; fenced from here on.
         self.lease = self.log.acquire_lease(config)
-        # One owner per data dir: refused if another process owns it; fenced from here on.
-        self.lease = self.log.acquire_lease(config)
         self.log.check_plan(plan.fingerprint())
         # (the graph, for readers without the dataflow's code: `sealtime status`)
         store.kv_put(GRAPH_NAMESPACE, config.name, [g.to_json() for g in plan.graph()])
@@ -401,7 +399,6 @@ class Engine:
         for src in self.sources.values():
             with contextlib.suppress(Exception):
                 src.close()
-        self.lease.release()
         self.lease.release()
 
     # ------------------------------------------------------------------ reading
