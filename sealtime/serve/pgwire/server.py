@@ -1056,6 +1056,10 @@ class _Connection:
             )
         else:
             portal = self.portals.get(name)
+            if portal is None and name in self.cursors:  # a cursor is a portal too
+                cols = self.cursors[name].columns
+                self.send(proto.row_description(cols, [0] * len(cols)))
+                return
             if portal is None:
                 raise _CursorError(name)
             if portal.columns is None:
