@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..columns import TIME
 from ..engine.failpoints import failpoint
+from ..errors import PlanError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -86,7 +87,7 @@ class Sink(ABC):
         current = self._owner() if self._owner is not None else None
         if current is not None and self._binding is not None:
             where = "this dataflow" if current is owner else f"dataflow {self._binding.dataflow!r}"
-            raise ValueError(
+            raise PlanError(
                 f"sink(): this {type(self).__name__} object already receives collection "
                 f"{self._binding.collection!r} of {where}; its commits describe one "
                 "collection's ranges, so give each collection its own sink object"
@@ -98,7 +99,7 @@ class Sink(ABC):
     def binding(self) -> SinkBinding:
         """The binding given by `bind`; an error naming the fix before it."""
         if self._binding is None:
-            raise RuntimeError(
+            raise PlanError(
                 f"{type(self).__name__} is not attached to a collection: use col.sink(...)"
             )
         return self._binding

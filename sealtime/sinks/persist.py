@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..errors import ConfigError, WriterConflictError
 from ..storage import Shard
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
@@ -33,7 +34,7 @@ class Persist(ExactlyOnceSink[list]):
 
     def __init__(self, name: str) -> None:
         if not name or not isinstance(name, str):
-            raise ValueError("Persist(name) must be a non-empty string")
+            raise ConfigError("Persist(name) must be a non-empty string, e.g. Persist('totals')")
         self.name = name
         self.shard: Shard | None = None
         self.commits = 0
@@ -73,13 +74,14 @@ class Persist(ExactlyOnceSink[list]):
     def publish(
         self, written: list[str], lo: int, hi: int | None, upper: int, context: CommitContext
     ) -> None:
-        """One `compare_and_append` of the staged files from `upper` to `hi`."""
+        """One `compare_and_append` of the staged files from `upper` to `hi` (a
+        transaction of the dataflow's store: fenced by the data dir's owner)."""
         result = self._open().append_idempotent(written, upper, hi)
         if not result.ok:
-            raise RuntimeError(
+            raise WriterConflictError(
                 f"Persist({self.name!r}): the shard's upper moved to {result.upper} while this "
-                f"dataflow expected {upper}; is another process running the same dataflow on "
-                "this data_dir?"
+                f"dataflow expected {upper}; is another dataflow writing shard "
+                f"{self._open().name!r} of this metadata store?"
             )
         self.commits += 1
 

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..errors import ConfigError, PlanError, SchemaError
 from .base import CommitContext, Sink
 
 __all__ = ["Publish"]
@@ -62,9 +63,9 @@ class Publish(Sink):
         from ..time.order import MIN_TIME
 
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-            raise ValueError(f"publish({topic!r}, partitions={partitions!r}): must be an int >= 1")
+            raise ConfigError(f"publish({topic!r}, partitions={partitions!r}): must be an int >= 1")
         if mode not in ("stream", "view"):
-            raise ValueError(
+            raise ConfigError(
                 f"publish({topic!r}, mode={mode!r}): mode is 'stream' (no history) or "
                 "'view' (durable history, resumable view subscriptions)"
             )
@@ -77,7 +78,7 @@ class Publish(Sink):
         if schema is not None:
             schema = pa.schema([f for f in schema if f.name not in (TIME, DIFF)])
             if self.by is not None and (missing := [c for c in self.by if c not in schema.names]):
-                raise ValueError(
+                raise SchemaError(
                     f"publish({topic!r}, by={self.by!r}): no column(s) {missing}; "
                     f"columns are {schema.names}"
                 )
@@ -87,7 +88,7 @@ class Publish(Sink):
         lowers: list[list[int]] = [[MIN_TIME]] * partitions
         if mode == "view":
             if store is None or schema is None:
-                raise ValueError(
+                raise PlanError(
                     f"publish({topic!r}, mode='view') needs the dataflow's metadata store "
                     "and the collection's schema (use col.publish, not Publish directly)"
                 )
