@@ -1,6 +1,11 @@
 """The `sealtime` command.
 
 sealtime demo [--seconds 30] [--data-dir DIR] [--rate 5000]
+
+``run`` and ``replay`` own the data dir they write (`sealtime.storage.ownership`): a
+second one into the same dir exits with status 3 and a message naming the owner; an
+owner fenced by a takeover exits with status 4. ``--lease`` sets the lease length,
+``--takeover`` replaces a live owner (which is fenced).
 """
 
 from __future__ import annotations
@@ -183,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--ticks", type=int, default=None, help="stop after N ticks")
     r.add_argument("--forever", action="store_true", help="run until interrupted")
     r.add_argument("--ui", metavar="[HOST:]PORT", help="serve the live web view (loopback)")
+    _ownership_options(r)
     rp = sub.add_parser(
         "replay", help="re-run a job from another run's ingest log; outputs go to a new dir"
     )
@@ -198,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rp.add_argument(
         "--ticks", type=int, default=None, help="with --then-live: stop after N live ticks"
     )
+    _ownership_options(rp)
     d = sub.add_parser(
         "demo", help="run a live generator -> windows -> join pipeline on local Spark"
     )
@@ -226,6 +233,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--data-dir", required=True)
     q.add_argument("--name", default="sql", help="the dataflow's name in the data dir")
     args = parser.parse_args(argv)
+    if args.command in ("run", "replay"):
+        from .errors import DataDirOwnedError, FencedError
+        from .storage.ownership import lease_settings
+
+        try:
+            with lease_settings(lease=args.lease, takeover=args.takeover):
+                return _dispatch(args)
+        except DataDirOwnedError as e:
+            print(f"sealtime {args.command}: refused: {e}", file=sys.stderr, flush=True)
+            return 3
+        except FencedError as e:
+            print(f"sealtime {args.command}: stopped: {e}", file=sys.stderr, flush=True)
+            return 4
+    return _dispatch(args)
+
+
+def _ownership_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lease",
+        default=None,
+        metavar="DURATION",
+        help="how long the data dir stays owned without renewal (default 30s, $SEALTIME_LEASE)",
+    )
+    p.add_argument(
+        "--takeover",
+        action="store_true",
+        help="take the data dir over even from a live owner (it is fenced: commits nothing more)",
+    )
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "catalog":
         return catalog_cmd(args)
     if args.command == "subscribe":

@@ -12,6 +12,11 @@ receive exactly the original commits; with ``--then-live`` it then hands over to
 input (``time_reset``, timer gap policies) and runs on like ``sealtime run``. NEW may
 be built by a changed job (more operators, sinks, timers): timers are restamped.
 
+Both own the data dir they write while they run (`sealtime.storage.ownership`): a second
+``run`` or ``replay`` into it is refused with a `DataDirOwnedError` naming the owner, and
+an owner whose data dir another process took over stops with a `FencedError`. A replay
+only reads D: it never takes D's ownership.
+
 >>> load_job("sealtime.jobs:load_job") is load_job
 True
 """
@@ -25,6 +30,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .errors import ConfigError, FencedError
+
 __all__ = ["load_job", "replay_job", "run_job"]
 
 
@@ -32,13 +39,13 @@ def load_job(spec: str) -> Callable[..., Any]:
     """The job function named by ``"module:function"`` or ``"file.py:function"``."""
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
-        raise ValueError(
+        raise ConfigError(
             f"job {spec!r}: name it as 'package.module:function' or 'path/to/file.py:function'"
         )
     if target.endswith(".py") or os.sep in target:
         path = os.path.abspath(target)
         if not os.path.exists(path):
-            raise ValueError(f"job {spec!r}: no such file {path}")
+            raise ConfigError(f"job {spec!r}: no such file {path}")
         name = "sealtime_job_" + os.path.splitext(os.path.basename(path))[0]
         module_spec = importlib.util.spec_from_file_location(name, path)
         assert module_spec is not None and module_spec.loader is not None
@@ -49,7 +56,7 @@ def load_job(spec: str) -> Callable[..., Any]:
         module = importlib.import_module(target)
     fn = getattr(module, attr, None)
     if not callable(fn):
-        raise ValueError(f"job {spec!r}: {target} has no function {attr!r}")
+        raise ConfigError(f"job {spec!r}: {target} has no function {attr!r}")
     return fn
 
 
@@ -65,33 +72,51 @@ def run_job(
     """Build the job in `data_dir` and run it (resuming if the directory holds a run).
     `ui` (``"[HOST:]PORT"``) serves the live web view while it runs (`sealtime.ui`)."""
     flow = load_job(spec)(data_dir)
-    if ui:
-        from .pubsub import parse_address
+    engine = None
+    try:
+        if ui:
+            from .pubsub import parse_address
 
-        server = flow.serve_ui(*parse_address(ui))
+            server = flow.serve_ui(*parse_address(ui))
+            if out is not None:
+                print(f"web view: {server.url}", file=out, flush=True)
+        engine = flow.engine
+        if out is not None and engine.recovered_from:
+            print(f"resuming {flow.name!r}: {engine.recovered_from}", file=out, flush=True)
+        if out is None:
+            reports = flow.run(ticks=ticks, forever=forever)
+        else:
+            from .ui.progress import TickProgress
+
+            # Catch-up after a restart and a backfill of many files show as a progress bar
+            # on a terminal (a plain line every 10 ticks otherwise).
+            what = "catch-up" if engine.recovered_from else "run"
+            with TickProgress(what, total_ticks=ticks, file=out) as bar:
+                reports = flow.run(ticks=ticks, forever=forever, on_tick=bar)
         if out is not None:
-            print(f"web view: {server.url}", file=out, flush=True)
-    engine = flow.engine
-    if out is not None and engine.recovered_from:
-        print(f"resuming {flow.name!r}: {engine.recovered_from}", file=out, flush=True)
-    if out is None:
-        reports = flow.run(ticks=ticks, forever=forever)
-    else:
-        from .ui.progress import TickProgress
-
-        # Catch-up after a restart and a backfill of many files show as a progress bar
-        # on a terminal (a plain line every 10 ticks otherwise).
-        what = "catch-up" if engine.recovered_from else "run"
-        with TickProgress(what, total_ticks=ticks, file=out) as bar:
-            reports = flow.run(ticks=ticks, forever=forever, on_tick=bar)
-    if out is not None:
-        print(
-            f"{flow.name}: {len(reports)} ticks, frontier {reports[-1].frontier if reports else '-'}",
-            file=out,
-            flush=True,
-        )
-    flow.close()
+            frontier = reports[-1].frontier if reports else "-"
+            print(f"{flow.name}: {len(reports)} ticks, frontier {frontier}", file=out, flush=True)
+    except Exception as exc:
+        _explain_fencing(engine, exc)
+        raise
+    finally:
+        flow.close()
     return 0
+
+
+def _explain_fencing(engine: Any, exc: Exception) -> None:
+    """Raise the `FencedError` a failure follows from, if another process took the data
+    dir over: its next commit would fail anyway, and work in flight may have failed
+    first on a file the new owner deleted (e.g. log files behind its checkpoint)."""
+    lease = getattr(engine, "lease", None)
+    if lease is None or isinstance(exc, FencedError):
+        return
+    try:
+        lease.verify()
+    except FencedError as fenced:
+        raise fenced from exc
+    except Exception:  # the store is unreachable: the original error says more
+        return
 
 
 def replay_job(
@@ -139,6 +164,9 @@ def replay_job(
                     flush=True,
                 )
             reports += live
+    except Exception as exc:
+        _explain_fencing(flow.engine if flow.started else None, exc)
+        raise
     finally:
         flow.close()
     return reports
