@@ -47,6 +47,7 @@ class Source(_Port):
     is_source: ClassVar[bool] = True
 
 
+# `Target` mirrors `Source` on purpose: the two kinds of port differ only in their role.
 @dataclass(frozen=True, order=True)
 class Target(_Port):
     """Input port `port` of node `node`: where messages arrive, where edges end.
