@@ -30,6 +30,7 @@ subscription. A subscription holds the connection: open another to run statement
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections.abc import Iterator
@@ -118,10 +119,8 @@ class Subscription:
         self.close()
 
     def __del__(self) -> None:  # an iterator dropped unfinished still frees its cursor
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 class Connection(psycopg.Connection):  # type: ignore[type-arg]

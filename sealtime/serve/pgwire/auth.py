@@ -14,8 +14,9 @@ sealtime.serve.pgwire.auth import scram_verifier; print(scram_verifier('pw'))"``
 Which exchange a client goes through is the server's `auth_method` (``scram-sha-256``,
 the default, or ``md5``), except that a SCRAM verifier only allows SCRAM and an md5
 hash only md5 (PostgreSQL's rule). SCRAM is RFC 5802/7677 as PostgreSQL does it (no
-channel binding without TLS; the user name of the client-first message is ignored),
-through the maintained `scramp` library. A user not in the file goes through the same
+channel binding without TLS; the user name of the client-first message is ignored and
+may be empty, as libpq sends it — which the `scramp` library refuses, so the exchange
+is written here with hashlib and hmac, see docs/pgwire.md). A user not in the file goes through the same
 exchange and fails the same way, so the reply does not tell whether the user exists.
 
 >>> creds = parse_password_file("alice:pw\\n# x\\ncarol:" + md5_hash("pw", "carol") + "\\n")
@@ -39,8 +40,6 @@ import os
 import secrets
 from dataclasses import dataclass
 
-from scramp import ScramMechanism
-
 from ...errors import ConfigError
 
 __all__ = [
@@ -52,13 +51,12 @@ __all__ = [
     "md5_hash",
     "parse_password_file",
     "parse_verifier",
-    "scram_server",
+    "ScramExchange",
     "scram_verifier",
 ]
 
 AUTH_METHODS = ("scram-sha-256", "md5")
 SCRAM = "SCRAM-SHA-256"
-_MECHANISM = ScramMechanism(SCRAM)
 _ITERATIONS = 4096
 
 
@@ -95,16 +93,26 @@ def md5_check(cred: Credential | None, user: str, salt: bytes, response: str) ->
     return hmac.compare_digest(expected.encode(), response.encode())
 
 
+def _hmac(key: bytes, msg: bytes) -> bytes:
+    return hmac.new(key, msg, hashlib.sha256).digest()
+
+
+def _scram_keys(password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:
+    """(StoredKey, ServerKey) of RFC 5802 for `password`."""
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, iterations)
+    stored = hashlib.sha256(_hmac(salted, b"Client Key")).digest()
+    return stored, _hmac(salted, b"Server Key")
+
+
 def scram_verifier(
     password: str, *, iterations: int = _ITERATIONS, salt: bytes | None = None
 ) -> str:
     """A SCRAM-SHA-256 verifier of `password` in PostgreSQL's format
     (``SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>``, base64)."""
-    salt, stored, server, i = _MECHANISM.make_auth_info(
-        password, iteration_count=iterations, salt=salt or os.urandom(16)
-    )
+    salt = salt or os.urandom(16)
+    stored, server = _scram_keys(password, salt, iterations)
     b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
-    return f"{SCRAM}${i}:{b64(salt)}${b64(stored)}:{b64(server)}"
+    return f"{SCRAM}${iterations}:{b64(salt)}${b64(stored)}:{b64(server)}"
 
 
 def parse_verifier(text: str) -> tuple[bytes, bytes, bytes, int]:
@@ -165,12 +173,64 @@ def load_password_file(path: str) -> dict[str, Credential]:
     return parse_password_file(text, f"--password-file {path}")
 
 
-def scram_server(cred: Credential | None) -> object:
-    """A scramp server for one exchange with the holder of `cred` (None or an md5 hash:
-    a random verifier, so the exchange runs and fails as for a wrong password)."""
-    if cred is not None and cred.kind == "scram":
-        info = parse_verifier(cred.secret)
-    else:
-        password = cred.secret if cred is not None and cred.kind == "plain" else secrets.token_hex()
-        info = _MECHANISM.make_auth_info(password, iteration_count=_ITERATIONS)
-    return _MECHANISM.make_server(lambda _username: info)
+class ScramExchange:
+    """The server's side of one SCRAM-SHA-256 exchange (RFC 5802, as PostgreSQL runs
+    it) with the holder of `cred` (None, or an md5 hash: a random verifier, so the
+    exchange runs and fails as for a wrong password).
+
+    >>> ex = ScramExchange(Credential("plain", "pw"))
+    >>> server_first = ex.server_first("n,,n=,r=abc")
+    >>> server_first.startswith("r=abc"), ex.client_final("c=biws,r=abc,p=AAAA")
+    (True, None)
+    """
+
+    def __init__(self, cred: Credential | None) -> None:
+        if cred is not None and cred.kind == "scram":
+            salt, self.stored, self.server_key, self.iterations = parse_verifier(cred.secret)
+        else:
+            password = (
+                cred.secret if cred is not None and cred.kind == "plain" else secrets.token_hex()
+            )
+            salt, self.iterations = os.urandom(16), _ITERATIONS
+            self.stored, self.server_key = _scram_keys(password, salt, self.iterations)
+        self.salt = salt
+        self.nonce = ""
+        self.gs2 = ""
+        self.first_bare = ""
+        self.first_server = ""
+
+    def server_first(self, client_first: str) -> str:
+        """The answer to the client-first message (a ConfigError if it is malformed)."""
+        if not client_first.startswith(("n,", "y,")):
+            raise ConfigError("SCRAM: channel binding is not offered without TLS")
+        comma = client_first.index(",", 2)
+        self.gs2, self.first_bare = client_first[: comma + 1], client_first[comma + 1 :]
+        attrs = dict(a.split("=", 1) for a in self.first_bare.split(",") if "=" in a)
+        if not attrs.get("r"):
+            raise ConfigError("SCRAM: the client-first message has no nonce")
+        self.nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        salt = base64.b64encode(self.salt).decode()
+        self.first_server = f"r={self.nonce},s={salt},i={self.iterations}"
+        return self.first_server
+
+    def client_final(self, message: str) -> str | None:
+        """The server-final message if the client's proof holds, else None."""
+        without_proof, _, proof_b64 = message.rpartition(",p=")
+        attrs = dict(a.split("=", 1) for a in without_proof.split(",") if "=" in a)
+        if (
+            attrs.get("r") != self.nonce
+            or attrs.get("c") != base64.b64encode(self.gs2.encode()).decode()
+        ):
+            return None
+        try:
+            proof = base64.b64decode(proof_b64, validate=True)
+        except ValueError:
+            return None
+        auth = f"{self.first_bare},{self.first_server},{without_proof}".encode()
+        signature = _hmac(self.stored, auth)
+        if len(proof) != len(signature):
+            return None
+        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        if not hmac.compare_digest(hashlib.sha256(client_key).digest(), self.stored):
+            return None
+        return "v=" + base64.b64encode(_hmac(self.server_key, auth)).decode()

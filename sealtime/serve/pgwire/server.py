@@ -55,7 +55,7 @@ from ..backend import (
 )
 from . import commands as cmd
 from . import protocol as proto
-from .auth import AUTH_METHODS, SCRAM, load_password_file, md5_check, scram_server
+from .auth import AUTH_METHODS, SCRAM, ScramExchange, load_password_file, md5_check
 from .encode import copy_rows, data_rows
 from .limits import ServerLimits, check_exposure
 from .params import (
@@ -546,21 +546,17 @@ class _Connection:
                 f"SASL mechanism {mechanism!r} is not supported; use {SCRAM}",
             )
         first = r.bytes(r.int32()).decode()
-        server = scram_server(cred)
+        exchange = ScramExchange(cred)
         try:
-            server.set_client_first(first)  # type: ignore[attr-defined]
-            self.send(proto.auth_request(11, server.get_server_first().encode()))  # type: ignore[attr-defined]
-            await self.flush()
-            kind, payload = await self._read_message()
-            if kind != b"p":
-                raise fail
-            server.set_client_final(payload.decode())  # type: ignore[attr-defined]
-            final = server.get_server_final()  # type: ignore[attr-defined]
-        except _Fatal:
-            raise
-        except Exception as e:
-            raise fail from e
-        if cred is None:
+            self.send(proto.auth_request(11, exchange.server_first(first).encode()))
+        except ConfigError as e:
+            raise _Fatal(CODES["invalid_authorization_specification"], str(e)) from e
+        await self.flush()
+        kind, payload = await self._read_message()
+        if kind != b"p":
+            raise fail
+        final = exchange.client_final(payload.decode())
+        if final is None or cred is None:
             raise fail
         self.send(proto.auth_request(12, final.encode()))
 
