@@ -46,12 +46,7 @@ _NULL = pa.scalar(None, pa.binary())
 
 def _fixed(values: np.ndarray, source: pa.Array) -> pa.Array:
     """A binary array of the fixed-width big-endian `values`, null where `source` is."""
-    width = values.dtype.itemsize
-    data = np.ascontiguousarray(values)
-    fixed = pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(width), len(data), [None, pa.py_buffer(data.view(np.uint8))]
-    )
-    out = fixed.cast(pa.binary())
+    out = _be(values, values.dtype.str)
     if source.null_count:
         out = pc.if_else(pc.is_valid(source), out, _NULL)
     return out
@@ -98,7 +93,7 @@ def _timestamp_text(arr: pa.Array, tz: bool) -> pa.Array:
     text = pc.replace_substring_regex(text, pattern=r"\.?0+$", replacement="")
     if tz:
         text = pc.binary_join_element_wise(text, pa.scalar("+00"), "")
-    return text.cast(pa.binary())
+    return _as_binary(text)
 
 
 def text_values(arr: pa.Array, pgtype: PgType) -> pa.Array:
@@ -109,17 +104,19 @@ def text_values(arr: pa.Array, pgtype: PgType) -> pa.Array:
         return pc.if_else(arr, pa.scalar(b"t"), pa.scalar(b"f"))
     if pgtype in (PgType.FLOAT4, PgType.FLOAT8):
         text = arr.cast(pa.string())
-        if pc.any(pc.invert(pc.is_finite(arr))).as_py():
+        if arr.null_count < len(arr) and not pc.all(pc.is_finite(arr)).as_py():
             text = pc.replace_substring_regex(text, pattern="^(-?)inf$", replacement=r"\1Infinity")
             text = pc.replace_substring_regex(text, pattern="^nan$", replacement="NaN")
-        return text.cast(pa.binary())
+        return _as_binary(text)
     if pgtype is PgType.BYTEA:
         return _hex(arr)
     if pgtype in (PgType.TIMESTAMP, PgType.TIMESTAMPTZ):
         return _timestamp_text(arr, pgtype is PgType.TIMESTAMPTZ)
-    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
+    if pa.types.is_binary(arr.type):
+        return arr
+    if not pa.types.is_string(arr.type):
         arr = arr.cast(pa.string())
-    return arr.cast(pa.string()).cast(pa.binary())
+    return _as_binary(arr)
 
 
 def _numeric_binary_small(unscaled: np.ndarray, scale: int, source: pa.Array) -> pa.Array:
@@ -222,19 +219,33 @@ def binary_values(arr: pa.Array, pgtype: PgType) -> pa.Array:
         return _fixed((_numbers(us, ">i8") - _EPOCH_2000_US).astype(">i8"), arr)
     if pgtype is PgType.NUMERIC:
         return _numeric_binary(arr)
-    return (
-        arr.cast(pa.binary())
-        if not pa.types.is_large_string(arr.type)
-        else arr.cast(pa.string()).cast(pa.binary())
-    )
+    if pgtype is PgType.BYTEA:
+        return arr if pa.types.is_binary(arr.type) else arr.cast(pa.binary())
+    return _as_binary(arr if pa.types.is_string(arr.type) else arr.cast(pa.string()))
 
 
 def _be(values: np.ndarray, dtype: str) -> pa.Array:
-    data = np.ascontiguousarray(values.astype(dtype))
+    """A binary array of `values` as fixed-width `dtype` (e.g. ``>i4``) bytes each."""
+    data = np.ascontiguousarray(values.astype(dtype, copy=False))
     width = data.dtype.itemsize
-    return pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(width), len(data), [None, pa.py_buffer(data.view(np.uint8))]
-    ).cast(pa.binary())
+    offsets = np.arange(0, (len(data) + 1) * width, width, dtype=np.int32)
+    return pa.BinaryArray.from_buffers(
+        pa.binary(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(data.view(np.uint8))]
+    )
+
+
+def _rows_of(matrix: np.ndarray) -> pa.Array:
+    """A binary array whose i-th value is row i of a 2-d uint8 `matrix`."""
+    n, width = matrix.shape
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.BinaryArray.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(matrix))]
+    )
+
+
+def _as_binary(arr: pa.Array) -> pa.Array:
+    """A string array's bytes as binary, without a copy (a view)."""
+    return arr.view(pa.binary()) if pa.types.is_string(arr.type) else arr.cast(pa.binary())
 
 
 def _joined_bytes(joined: pa.Array) -> bytes:
@@ -265,9 +276,7 @@ def data_rows(batch: pa.RecordBatch, columns: Sequence[Column], formats: Sequenc
     header[:, 0] = ord("D")
     header[:, 1:5] = total.astype(">i4").view(np.uint8).reshape(n, 4)
     header[:, 5:7] = np.frombuffer(np.array([len(columns)], dtype=">i2").tobytes(), np.uint8)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(7), n, [None, pa.py_buffer(header)]).cast(
-        pa.binary()
-    )
+    head = _rows_of(header)
     joined = pc.binary_join_element_wise(
         head, *parts, b"", null_handling="replace", null_replacement=b""
     )
@@ -299,8 +308,6 @@ def copy_rows(batch: pa.RecordBatch, columns: Sequence[Column]) -> bytes:
     header = np.empty((n, 5), dtype=np.uint8)
     header[:, 0] = ord("d")
     header[:, 1:5] = (lengths + 5).astype(">i4").view(np.uint8).reshape(n, 4)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(5), n, [None, pa.py_buffer(header)]).cast(
-        pa.binary()
-    )
+    head = _rows_of(header)
     joined = pc.binary_join_element_wise(head, lines, pa.scalar(b"\n"), b"")
     return _joined_bytes(joined)

@@ -436,7 +436,10 @@ class _Connection:
             if self.session is not None:
                 session, self.session = self.session, None
                 server._counts["connections"] -= 1
-                await self.loop.run_in_executor(self.pool, session.close)
+                try:
+                    await self.loop.run_in_executor(self.pool, session.close)
+                except RuntimeError:  # the pool is shut down (server closing): close here
+                    session.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.writer.drain(), 1.0)
             self.writer.close()
