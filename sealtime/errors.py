@@ -53,7 +53,6 @@ __all__ = [
     "PlanChangedError",
     "PlanError",
     "ReadBelowSinceError",
-    "RunError",
     "SchemaError",
     "SealtimeError",
     "StorageError",
@@ -83,11 +82,6 @@ class SchemaError(PlanError, TypeError):
 class PlanChangedError(SealtimeError, RuntimeError):
     """The data dir was written by a dataflow whose plan differs from this one (the
     message names the first difference); resuming would mix two computations."""
-
-
-class RunError(SealtimeError, RuntimeError):
-    """A run cannot go on as asked: a finished replay asked for more ticks, a dataflow
-    asked to run that cannot (the message says what to run instead)."""
 
 
 class NotFoundError(SealtimeError, KeyError):

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..columns import DIFF, TIME
+from ..columns import CNT, DIFF, SYSTEM_COLUMNS, TIME
 from ..errors import ConfigError, PlanError, SchemaError
 from ..plan import (
     LAST_UPDATE,
@@ -53,8 +53,6 @@ if TYPE_CHECKING:
     from .dataflow import Dataflow
 
 __all__ = ["Collection"]
-
-_SYSTEM = (TIME, DIFF, "_cnt")
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
@@ -148,7 +146,7 @@ class Collection:
     # ------------------------------------------------------------------ stateless
     def _delta_schema(self, frame: DataFrame) -> T.StructType:
         """The data columns of a probe frame (system columns dropped)."""
-        return T.StructType([f for f in frame.schema.fields if f.name not in _SYSTEM])
+        return T.StructType([f for f in frame.schema.fields if f.name not in SYSTEM_COLUMNS])
 
     def _project(self, name: str, projection: Sequence[str | Column]) -> Collection:
         """A `Project` of this collection to `projection` (each entry named)."""
@@ -171,7 +169,7 @@ class Collection:
         [(1, 4, 1, 1)]
         """
         for c in columns:
-            if isinstance(c, str) and c in _SYSTEM:
+            if isinstance(c, str) and c in SYSTEM_COLUMNS:
                 raise PlanError(f"select({c!r}): system columns are kept automatically")
         return self._project("select", columns)
 
@@ -189,7 +187,7 @@ class Collection:
         exprs = dict(columns or {})
         exprs.update(named)
         for k in exprs:
-            if k in _SYSTEM:
+            if k in SYSTEM_COLUMNS:
                 raise PlanError(f"with_columns({k}=...): {k} is a system column")
         # (withColumns as one projection: replaced columns keep their place)
         kept = self.columns
@@ -226,7 +224,7 @@ class Collection:
         if len(exploded) != 1:
             raise PlanError("flat_map takes exactly one name=array_expression")
         ((name, expr),) = exploded.items()
-        if name in _SYSTEM:
+        if name in SYSTEM_COLUMNS:
             raise PlanError(f"flat_map({name}=...): {name} is a system column")
         each = F.explode(expr).alias(name)
         projection: list[str | Column] = [each if c == name else c for c in self.columns]
@@ -448,7 +446,7 @@ class Collection:
 
         reducer = AggregateReducer(aggregates, self._node.schema)
         probe = reducer(
-            probe.withColumn("_cnt", F.lit(1).cast("long")), [k for k in group if k in types]
+            probe.withColumn(CNT, F.lit(1).cast("long")), [k for k in group if k in types]
         )
         out_fields += [f for f in probe.schema.fields if f.name in aggregates]
         return self._reduce(keys, Aggregation(dict(aggregates)), T.StructType(out_fields))

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..columns import DIFF, SUBSOURCE, TIME
+from ..columns import CNT, DIFF, SUBSOURCE, TIME
 from ..durations import parse_duration
 from ..errors import ConfigError, PlanError, SchemaError, StateError
 from ..plan import (
@@ -703,14 +703,14 @@ class Dataflow:
         )
         if as_of is not None:
             df = df.filter(F.col(TIME) <= as_of)
-        acc = df.groupBy(*node.columns).agg(F.sum(DIFF).alias("_cnt")).filter(F.col("_cnt") != 0)
-        negative = acc.filter(F.col("_cnt") < 0).limit(1).collect()
+        acc = df.groupBy(*node.columns).agg(F.sum(DIFF).alias(CNT)).filter(F.col(CNT) != 0)
+        negative = acc.filter(F.col(CNT) < 0).limit(1).collect()
         if negative:
             raise PlanError(
                 f"to_spark(as_of={as_of}): collection {node.name!r} has a row with negative "
                 f"multiplicity ({negative[0].asDict()}); read updates() instead"
             )
-        expanded = acc.withColumn("__i", F.explode(F.sequence(F.lit(1), F.col("_cnt").cast("int"))))
+        expanded = acc.withColumn("__i", F.explode(F.sequence(F.lit(1), F.col(CNT).cast("int"))))
         return expanded.select(*node.columns)
 
 
@@ -737,7 +737,7 @@ def _check_data_dir(fs: Any, metadata: str | None) -> None:
         raise ConfigError(
             f"Dataflow(data_dir={fs.location!r}): the default metadata store is an SQLite "
             "file in the data dir, and SQLite needs a local file (this data dir is on "
-            f"{fs.kind}); pass metadata='postgresql://user@host:5432/db' (a PostgreSQL "
+            f"{fs.type_name}); pass metadata='postgresql://user@host:5432/db' (a PostgreSQL "
             "server every process of the dataflow reaches), or use a local path"
         )
     # Everything else (ingest log, shards, checkpoints, spill, arrangement runs read and

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import TIME
+from ..errors import InternalError
 
 __all__ = ["AHEAD_MAX_BYTES", "AheadCollector", "Collected", "split_at"]
 
@@ -150,7 +151,7 @@ class AheadCollector:
         if read is not None:
             self.begin(lo, read)
         if self._upper != lo or lo not in self._pending:
-            raise RuntimeError(f"AheadCollector.take({lo}, {hi}): the range's reads never began")
+            raise InternalError(f"AheadCollector.take({lo}, {hi}): the range's reads never began")
         pending = self._pending.pop(lo)
         parts = [p for p in (self._held, *pending.tables()) if p is not None]
         rows = None

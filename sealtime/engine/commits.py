@@ -50,14 +50,25 @@ class SinkStage:
         ops: Mapping[int, Operator[Any]],
         spark: SparkSession,
     ) -> None:
-        self.plan = plan
         self.sources = sources
         #: the runtime operators, for the per-row chains the ahead readers apply
         self.ops = ops
         self.spark = spark
+        self._pool: ThreadPoolExecutor | None = None
+        #: this tick's ahead readers and early collection (between `begin` and `commit`)
+        self._readers: dict[int, Any] = {}
+        self._early: tuple[int, Future[Any]] | None = None
+        self.ahead: dict[int, AheadCollector] = {}
+        self.retarget(plan)
+
+    def retarget(self, plan: Plan) -> None:
+        """Serve the sinks of `plan` from now on (a sink object kept from the current
+        plan keeps what it collected ahead)."""
+        kept = {id(self.plan.sinks[i].sink): c for i, c in self.ahead.items()} if self.ahead else {}
+        self.plan = plan
         #: per sink (its index in ``plan.sinks``) that collects ahead of the frontier
-        self.ahead: dict[int, AheadCollector] = {
-            i: AheadCollector()
+        self.ahead = {
+            i: kept.get(id(sink)) or AheadCollector()
             for i, (node, sink) in enumerate(plan.sinks)
             if sink.takes_arrow and row_source(node) is not None
         }
@@ -67,10 +78,6 @@ class SinkStage:
         self.frame_nodes = [
             node.id for i, (node, _) in enumerate(plan.sinks) if i not in self.ahead
         ]
-        self._pool: ThreadPoolExecutor | None = None
-        #: this tick's ahead readers and early collection (between `begin` and `commit`)
-        self._readers: dict[int, Any] = {}
-        self._early: tuple[int, Future[Any]] | None = None
 
     # ------------------------------------------------------------------ the tick
     def begin(self, r: StepResult) -> bool:

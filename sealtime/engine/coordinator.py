@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..arrangement.counters import KernelCounters
 from ..errors import ConfigError
+from ..failpoints import failpoint
 from ..operators import Env, Operator, SharedArrangements, build, kernel_tasks
 from ..plan import GRAPH_NAMESPACE, Plan, PlanNode, Source, SourceOutput
 from ..spark.session import import_short_names
@@ -45,7 +46,6 @@ from .bindings import Binding, BindingLog, restore_point
 from .checkpoint import remove
 from .commits import SinkStage, durable_upper
 from .dataplane import Dataplane, StepResult
-from .failpoints import failpoint
 from .frontiers import FrontierTracker, f_min, output_frontier
 from .ingest import SourceRuntime
 from .remap import Remap

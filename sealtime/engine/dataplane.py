@@ -93,18 +93,31 @@ class Dataplane:
         ahead: set[int],
         traces: Traces | None,
     ) -> None:
-        self.plan = plan
-        self.nodes = list(plan.nodes)
         self.ops = ops
         self.spill = spill
         self.partitions = partitions
         self.data_fs = data_fs
         self.traces = traces
-        self.ahead = ahead
-        self.done: dict[int, int | None] = {n.id: MIN_TIME for n in self.nodes}
+        self.done: dict[int, int | None] = {}
         #: updates that arrived at an input ahead of its operator: (frame, time bound)
         self.pending: dict[tuple[int, int], tuple[DataFrame, int]] = {}
         self.waiting: dict[int, Waiting] = {}
+        self.retarget(plan, frame_sinks=frame_sinks, ahead=ahead)
+
+    def retarget(self, plan: Plan, *, frame_sinks: list[int], ahead: set[int]) -> None:
+        """Run `plan` from now on: the nodes it shares with the current plan (by id) keep
+        their frontiers, held-back updates and waiting ranges; new ones start with
+        nothing sealed; those it lacks are forgotten. (`ops` must hold an operator for
+        every node of `plan`.)"""
+        self.plan = plan
+        self.nodes = list(plan.nodes)
+        self.ahead = ahead
+        ids = {n.id for n in self.nodes}
+        self.done = {n.id: self.done.get(n.id, MIN_TIME) for n in self.nodes}
+        for key in [k for k in self.pending if k[0] not in ids]:
+            del self.pending[key]
+            self.spill.drop(f"n{key[0]}-p{key[1]}")
+        self.waiting = {nid: w for nid, w in self.waiting.items() if nid in ids}
         self.readers = plan.readers()
         #: how many times each output frame is read in a tick (readers, taps, sinks)
         self.consumers = {nid: len(r) for nid, r in self.readers.items()}
@@ -118,7 +131,7 @@ class Dataplane:
         #: recomputes per reader with column pruning for less than caching wide rows.
         self.runs_kernel: dict[int, bool] = {}
         for node in self.nodes:
-            self.runs_kernel[node.id] = ops[node.id].stateful or any(
+            self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
                 self.runs_kernel[i.id] for i in node.inputs
             )
         self.unread = self._unread_nodes(set(frame_sinks))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..errors import InternalError
 from ..plan import GraphNode, PlanNode, graph_of
 from ..progress import GraphBuilder, PathSummary, Source, Target
 from ..time import Antichain
@@ -120,5 +121,5 @@ class FrontierTracker:
 def _single(antichain: Antichain) -> int | None:
     elements = antichain.elements()
     if len(elements) > 1:  # pragma: no cover - the data plane is totally ordered
-        raise AssertionError(f"data-plane frontier with several elements: {antichain}")
+        raise InternalError(f"data-plane frontier with several elements: {antichain}")
     return elements[0] if elements else None

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..failpoints import failpoint
 from ..storage.fs import DataFS
 from .bindings import Binding, BindingLog, BindingPart
-from .failpoints import failpoint
 from .ingest import SourceRuntime
 from .replay import ReplayState, hand_over, link_part, open_live, restamped
 

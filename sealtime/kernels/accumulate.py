@@ -42,6 +42,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
+from ..plan.aggregates import AggregateKind
+from .aggregates import ValueRepr, checked_spec
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 
 __all__ = ["Agg", "AccumulateSpec", "accumulate", "empty_state", "state_schema"]
@@ -60,9 +62,14 @@ class Agg:
     """
 
     name: str
-    kind: str
-    repr: str = "int"
+    kind: AggregateKind
+    repr: ValueRepr = ValueRepr.INT
     scale: int = 0
+
+    def __post_init__(self) -> None:
+        kind, repr = checked_spec(self.name, self.kind, self.repr)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "repr", repr)
 
     @property
     def input(self) -> str:
@@ -82,9 +89,9 @@ class Agg:
         return f"__m_{self.name}"
 
     def state_columns(self) -> list[str]:
-        if self.kind == "count":
+        if self.kind is AggregateKind.COUNT:
             return []
-        if self.kind in ("sum", "avg"):
+        if self.kind.additive:
             return [self.sum_column, self.count_column]
         return [self.value_column, self.count_column]
 
@@ -109,10 +116,10 @@ def state_schema(spec: AccumulateSpec, input_schema: pa.Schema) -> pa.Schema:
     fields += [input_schema.field(k) for k in spec.keys]
     fields.append(pa.field(ROWS, pa.int64()))
     for a in spec.aggs:
-        if a.kind in ("sum", "avg"):
-            t = pa.int64() if a.repr == "int" else pa.decimal128(38, a.scale)
+        if a.kind.additive:
+            t = pa.int64() if a.repr is ValueRepr.INT else pa.decimal128(38, a.scale)
             fields += [pa.field(a.sum_column, t), pa.field(a.count_column, pa.int64())]
-        elif a.kind in ("min", "max"):
+        elif a.kind.extremum:
             fields += [
                 pa.field(a.value_column, input_schema.field(a.input).type),
                 pa.field(a.count_column, pa.int64()),
@@ -127,12 +134,12 @@ def empty_state(spec: AccumulateSpec) -> Callable[[pa.Table], np.ndarray]:
     def empty(table: pa.Table) -> np.ndarray:
         out = np.asarray(table.column(ROWS).to_numpy(), dtype=np.int64) == 0
         for a in spec.aggs:
-            if a.kind == "count":
+            if a.kind is AggregateKind.COUNT:
                 continue
             out &= np.asarray(table.column(a.count_column).to_numpy(), dtype=np.int64) == 0
-            if a.kind in ("sum", "avg"):
+            if a.kind.additive:
                 col = table.column(a.sum_column)
-                if a.repr == "int":
+                if a.repr is ValueRepr.INT:
                     out &= np.asarray(pc.fill_null(col, 0).to_numpy(), dtype=np.int64) == 0
                 else:
                     from .int128 import Int128
@@ -165,8 +172,8 @@ def _seg_cummin(rank: np.ndarray, starts: np.ndarray) -> np.ndarray:
 class _Column:
     """One accumulator column over a set of rows: int64, exact decimal, or ranks."""
 
-    def __init__(self, kind: str, values, valid: np.ndarray | None = None) -> None:
-        self.kind = kind  # "int" | "dec" | "rank"
+    def __init__(self, repr: ValueRepr, values, valid: np.ndarray | None = None) -> None:
+        self.repr = repr  # (VALUE: ranks of the input column's values)
         self.values = values
         self.valid = valid
 
@@ -230,24 +237,24 @@ def accumulate(
     new_cols: dict[str, _Column] = {}
     base_cols: dict[str, _Column] = {}
     base_rows = base_int(ROWS)
-    new_cols[ROWS] = _Column("int", running_int(d_sorted, base_rows))
-    base_cols[ROWS] = _Column("int", base_rows)
+    new_cols[ROWS] = _Column(ValueRepr.INT, running_int(d_sorted, base_rows))
+    base_cols[ROWS] = _Column(ValueRepr.INT, base_rows)
 
     for a in spec.aggs:
-        if a.kind == "count":
+        if a.kind is AggregateKind.COUNT:
             continue
         col = delta.column(a.input)
         valid = validity(col)
         nn = np.where(valid, diffs, 0)[order]
         base_nn = base_int(a.count_column)
-        new_cols[a.count_column] = _Column("int", running_int(nn, base_nn))
-        base_cols[a.count_column] = _Column("int", base_nn)
-        if a.kind in ("sum", "avg"):
-            if a.repr == "int":
+        new_cols[a.count_column] = _Column(ValueRepr.INT, running_int(nn, base_nn))
+        base_cols[a.count_column] = _Column(ValueRepr.INT, base_nn)
+        if a.kind.additive:
+            if a.repr is ValueRepr.INT:
                 contrib = (int64s(col) * diffs)[order]
                 base_s = base_int(a.sum_column)
-                new_cols[a.sum_column] = _Column("int", running_int(contrib, base_s))
-                base_cols[a.sum_column] = _Column("int", base_s)
+                new_cols[a.sum_column] = _Column(ValueRepr.INT, running_int(contrib, base_s))
+                base_cols[a.sum_column] = _Column(ValueRepr.INT, base_s)
             else:
                 from .int128 import Int128
 
@@ -261,8 +268,8 @@ def accumulate(
                     base_s = Int128.concat([zero, stored]).take(base_idx)
                 else:
                     base_s = Int128.from_int64(np.zeros(nkey, np.int64))
-                new_cols[a.sum_column] = _Column("dec", run + base_s.take(key_of_slot))
-                base_cols[a.sum_column] = _Column("dec", base_s)
+                new_cols[a.sum_column] = _Column(ValueRepr.DEC, run + base_s.take(key_of_slot))
+                base_cols[a.sum_column] = _Column(ValueRepr.DEC, base_s)
         else:  # min / max over append-only input: running extreme through ranks
             if base_tab is not None and len(base_q):
                 base_vals = pa.concat_arrays(
@@ -271,7 +278,7 @@ def accumulate(
             else:
                 base_vals = pa.nulls(nkey, col.type)
             both = pa.concat_arrays([base_vals, col.combine_chunks()])
-            order_kind = "ascending" if a.kind == "min" else "descending"
+            order_kind = "ascending" if a.kind is AggregateKind.MIN else "descending"
             rank = np.asarray(pc.rank(both, sort_keys=order_kind, tiebreaker="dense")).astype(
                 np.int64
             )
@@ -283,8 +290,8 @@ def accumulate(
             pos = np.full(int(rank[rank < _NO_RANK].max(initial=0)) + 2, -1, np.int64)
             real = np.flatnonzero(rank < _NO_RANK)
             pos[rank[real]] = real
-            new_cols[a.value_column] = _Column("rank", running, both)
-            base_cols[a.value_column] = _Column("rank", base_rank, both)
+            new_cols[a.value_column] = _Column(ValueRepr.VALUE, running, both)
+            base_cols[a.value_column] = _Column(ValueRepr.VALUE, base_rank, both)
             new_cols[a.value_column].pos = pos  # type: ignore[attr-defined]
             base_cols[a.value_column].pos = pos  # type: ignore[attr-defined]
 
@@ -294,15 +301,15 @@ def accumulate(
 
     def old_of(name: str) -> _Column:
         new, base = new_cols[name], base_cols[name]
-        if new.kind == "dec":
+        if new.repr is ValueRepr.DEC:
             from .int128 import Int128
 
             both = Int128.concat([base.values, new.values])
             idx = np.where(first_of_key, key_of_slot, nkey + prev)
-            out = _Column("dec", both.take(idx))
+            out = _Column(ValueRepr.DEC, both.take(idx))
         else:
             vals = np.where(first_of_key, base.values[key_of_slot], new.values[np.maximum(prev, 0)])
-            out = _Column(new.kind, vals, new.valid)
+            out = _Column(new.repr, vals, new.valid)
         if hasattr(new, "pos"):
             out.pos = new.pos  # type: ignore[attr-defined]
         return out
@@ -312,17 +319,17 @@ def accumulate(
     old_p = old_cols[ROWS].values > 0
     same = np.ones(nslot, dtype=bool)
     for a in spec.aggs:
-        if a.kind == "count":
+        if a.kind is AggregateKind.COUNT:
             same &= new_cols[ROWS].values == old_cols[ROWS].values
             continue
         nn_new, nn_old = new_cols[a.count_column].values, old_cols[a.count_column].values
-        if a.kind == "avg":
+        if a.kind is AggregateKind.AVG:
             same &= nn_new == nn_old
         else:
             same &= (nn_new > 0) == (nn_old > 0)
-        if a.kind in ("sum", "avg"):
+        if a.kind.additive:
             s_new, s_old = new_cols[a.sum_column].values, old_cols[a.sum_column].values
-            same &= (s_new == s_old) if a.repr == "int" else np.asarray(s_new == s_old)
+            same &= (s_new == s_old) if a.repr is ValueRepr.INT else np.asarray(s_new == s_old)
         else:
             same &= new_cols[a.value_column].values == old_cols[a.value_column].values
     unchanged = new_p & old_p & same
@@ -339,9 +346,9 @@ def accumulate(
                 continue
             c = cols[f.name]
             sel = slice(None) if mask is None else mask
-            if c.kind == "int":
+            if c.repr is ValueRepr.INT:
                 arrays.append(pa.array(c.values[sel], pa.int64()))
-            elif c.kind == "dec":
+            elif c.repr is ValueRepr.DEC:
                 idx = np.arange(len(c.values)) if mask is None else np.flatnonzero(mask)
                 arrays.append(c.values.take(idx).to_decimal(f.type))
             else:

@@ -68,6 +68,8 @@ import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
 from ..errors import PlanError, SchemaError
+from ..plan.aggregates import AggregateKind
+from .aggregates import ValueRepr, checked_spec
 from .int128 import Int128
 from .interval_top_k import per_slot_count, per_slot_topk
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
@@ -87,7 +89,7 @@ __all__ = [
 
 ROW = "__r"  # hash of key and values: groups equal rows cheaply (verified on values)
 CNT = "__cnt"
-KINDS = ("count", "sum", "avg", "min", "max", "count_distinct")
+KINDS = tuple(k.value for k in AggregateKind)
 _MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads the key id
 _DEC_BOUND = Int128.from_pyints([10**38])  # decimal(38) holds |v| < 10**38
 
@@ -108,14 +110,19 @@ class GAgg:
     """
 
     name: str
-    kind: str
+    kind: AggregateKind
     column: str | None = None
-    repr: str = "int"
+    repr: ValueRepr = ValueRepr.INT
     scale: int = 0
+
+    def __post_init__(self) -> None:
+        kind, repr = checked_spec(self.name, self.kind, self.repr)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "repr", repr)
 
     def output_columns(self) -> list[str]:
         """The output columns of this aggregate (avg has a sum and a count)."""
-        if self.kind == "avg":
+        if self.kind is AggregateKind.AVG:
             return [f"__s_{self.name}", f"__n_{self.name}"]
         return [self.name]
 
@@ -547,13 +554,13 @@ def _columns(tl: Timeline, spec: ReduceSpec, schema: pa.Schema) -> tuple[np.ndar
         return ranks, vseg
 
     for a in spec.aggs:
-        if a.kind == "count":
+        if a.kind is AggregateKind.COUNT:
             out.append((a.name, pa.int64(), _IntCol(count)))
             continue
         col, valid, d, _, _ = per_column(a.column)
-        if a.kind in ("sum", "avg"):
+        if a.kind.additive:
             nn = tl.running(d)
-            if a.repr == "int":
+            if a.repr is ValueRepr.INT:
                 x = int64s(col)[tl.item_row[tl.ev_item]]
                 with np.errstate(over="ignore"):
                     s = tl.running(x * d)
@@ -563,20 +570,22 @@ def _columns(tl: Timeline, spec: ReduceSpec, schema: pa.Schema) -> tuple[np.ndar
                 stype = pa.decimal128(38, a.scale)
                 s128, exact = _dec_running(tl, col, d)
                 total = _DecCol(s128, exact & (nn > 0), stype)
-            if a.kind == "sum":
+            if a.kind is AggregateKind.SUM:
                 out.append((a.name, stype, total))
             else:
                 out.append((f"__s_{a.name}", stype, total))
                 out.append((f"__n_{a.name}", pa.int64(), _IntCol(nn)))
             continue
         ranks, (key, lo, hi, vr) = ranks_of(a.column)
-        if a.kind == "count_distinct":
+        if a.kind is AggregateKind.COUNT_DISTINCT:
             out.append((a.name, pa.int64(), _IntCol(per_slot_count(n_slots, key, lo, hi))))
             continue
         best = np.full(tl.total, -1, dtype=np.int64)
-        rank = vr if a.kind == "min" else ~vr  # ~ reverses the order without overflow
+        rank = vr if a.kind is AggregateKind.MIN else ~vr  # ~ reverses the order without overflow
         top = per_slot_topk(n_slots, key, lo, hi, rank, np.ones(len(key), np.int64), k=1)
-        best[tl.offsets[top.group] + top.slot] = top.rank if a.kind == "min" else ~top.rank
+        best[tl.offsets[top.group] + top.slot] = (
+            top.rank if a.kind is AggregateKind.MIN else ~top.rank
+        )
         out.append((a.name, schema.field(a.column).type, _RankCol(best, col, ranks)))
     return present, out
 
@@ -585,9 +594,9 @@ def _check_spec(spec: ReduceSpec) -> None:
     for a in spec.aggs:
         if a.kind not in KINDS:
             raise PlanError(f"unknown aggregate kind {a.kind!r} (one of {KINDS})")
-        if a.kind != "count" and a.column not in spec.values:
+        if a.kind is not AggregateKind.COUNT and a.column not in spec.values:
             raise PlanError(f"aggregate {a.name!r} reads {a.column!r}, not a value column")
-        if a.kind in ("sum", "avg") and a.repr not in ("int", "dec"):
+        if a.kind.additive and a.repr not in (ValueRepr.INT, ValueRepr.DEC):
             raise PlanError(f"aggregate {a.name!r}: repr must be 'int' or 'dec'")
 
 
@@ -600,11 +609,11 @@ def output_schema(spec: ReduceSpec, schema: pa.Schema) -> pa.Schema:
     """
     fields = [schema.field(k) for k in spec.keys]
     for a in spec.aggs:
-        if a.kind in ("count", "count_distinct"):
+        if a.kind in (AggregateKind.COUNT, AggregateKind.COUNT_DISTINCT):
             fields.append(pa.field(a.name, pa.int64()))
-        elif a.kind in ("sum", "avg"):
-            t = pa.int64() if a.repr == "int" else pa.decimal128(38, a.scale)
-            if a.kind == "sum":
+        elif a.kind.additive:
+            t = pa.int64() if a.repr is ValueRepr.INT else pa.decimal128(38, a.scale)
+            if a.kind is AggregateKind.SUM:
                 fields.append(pa.field(a.name, t))
             else:
                 fields += [pa.field(f"__s_{a.name}", t), pa.field(f"__n_{a.name}", pa.int64())]

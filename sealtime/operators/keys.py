@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 
 from ..arrangement.task import MARKER, PARTITION
 from ..columns import DIFF, TIME
+from ..errors import InternalError
 from ..kernels.keyed import HASH
 from ..spark.plans import Projection
 from .base import Env
@@ -56,7 +57,7 @@ def carriers(spark: SparkSession, partitions: int, dtype: str = "int") -> list[i
         )
         found = {r.p: r.c for r in rows}
         if len(found) != partitions:
-            raise RuntimeError(f"no carrier values for all {partitions} partitions")
+            raise InternalError(f"no carrier values for all {partitions} partitions")
         _CARRIERS[key] = [found[p] for p in range(partitions)]
     return _CARRIERS[key]
 

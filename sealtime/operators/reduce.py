@@ -25,8 +25,8 @@ from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import AccumulateStep, GeneralStep
 from ..kernels.accumulate import ROWS, AccumulateSpec, Agg, state_schema
-from ..kernels.keyed import HASH
 from ..kernels.general_reduce import GAgg, ReduceSpec, output_schema
+from ..kernels.keyed import HASH
 from ..plan import Aggregate, AggregateKind
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env

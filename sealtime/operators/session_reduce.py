@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from .. import plan as P
 from ..spark.frames import CNT, DIFF, TIME, consolidate, null_safe_join, union_all
-from ..spark.reducers import AggregateReducer, TopKReducer
+from ..spark.reducers import reducer_of
 from ..spark.spill import SpillStore, checkpoint_frame
 from .base import Env, Operator
 
@@ -36,16 +36,10 @@ class SessionReduce(Operator[P.SessionReduce]):
         self.gap = node.gap
         self.by = [c for c in node.by if c not in (P.WINDOW_START, P.WINDOW_END)]
         group = [P.WINDOW_START, P.WINDOW_END, *self.by]
-        reduction = node.reduction
-        if isinstance(reduction, P.Aggregation):
-            self.reducer: Any = AggregateReducer(reduction.aggregates, src.schema)
-            values = self.reducer.value_columns
-        else:
-            self.reducer = TopKReducer(
-                reduction.k, reduction.order_by, src.schema, group, src.priority_column
-            )
-            values = [c for c in src.columns if c not in group]
-        self.values = [c for c in values if c not in self.by]
+        self.reducer: Any
+        self.reducer, self.values = reducer_of(
+            node.reduction, src.schema, group, src.priority_column
+        )
         self.spills = SpillStore(env.spark, os.path.join(env.state_dir, "spill"))
         self.buffer: DataFrame | None = None  # rows of open sessions: by, values, __t, _cnt
         self.generation = 0

@@ -35,7 +35,7 @@ from ..kernels.keyed import HASH
 from ..plan import AggregateKind
 from ..spark.frames import CNT, DIFF, TIME, with_system
 from ..spark.plans import Projection, map_in_arrow
-from ..spark.reducers import AggregateReducer, TopKReducer
+from ..spark.reducers import AggregateReducer, reducer_of
 from ..time.order import MIN_TIME
 from .base import Env, Operator
 from .keys import KeyRouting, carriers
@@ -57,16 +57,10 @@ class WindowedReduce(Operator[P.WindowedReduce]):
         self.spec = node.spec
         by = [c for c in node.by if c not in _WINDOW]
         self.group = [*_WINDOW, *by]
-        reduction = node.reduction
-        if isinstance(reduction, P.Aggregation):
-            self.reducer: Any = AggregateReducer(reduction.aggregates, src.schema)
-            values = self.reducer.value_columns
-        else:
-            self.reducer = TopKReducer(
-                reduction.k, reduction.order_by, src.schema, self.group, src.priority_column
-            )
-            values = [c for c in src.columns if c not in self.group]
-        self.values = [c for c in values if c not in self.group]
+        self.reducer: Any
+        self.reducer, self.values = reducer_of(
+            node.reduction, src.schema, self.group, src.priority_column
+        )
         self.partial = (
             src.monotonic
             and isinstance(self.reducer, AggregateReducer)

@@ -36,6 +36,7 @@ structural text, derived from the fields, so a new field is never left out of it
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -88,6 +89,8 @@ class PlanNode:
     #: the output frontier is given by the engine, not derived from the inputs' (a
     #: source's side outputs follow its binding times): a root of the progress graph
     own_frontier: ClassVar[bool] = False
+    #: may two nodes of equal `structure` be computed once (no side effect)?
+    shareable: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ declared facts
     def summary(self) -> PathSummary | None:
@@ -139,6 +142,18 @@ class PlanNode:
         params = canonical(dict(self.parameters()))
         ins = [i.id for i in self.inputs]
         return f"{type(self).__name__}:{self.name}:{ins}:{self.columns}:{params}"
+
+    @cached_property
+    def structure(self) -> str:
+        """A digest of what the node computes: its type, parameters and columns, and its
+        inputs' structures — not its id or its name (names are labels). Two shareable
+        nodes of equal structure compute the same updates, so a live service computes
+        them once (Materialize's common sub-plans)."""
+        params = canonical(dict(self.parameters()))
+        text = f"{type(self).__name__}:{self.schema.simpleString()}:{params}:" + ",".join(
+            i.structure for i in self.inputs
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"

@@ -72,6 +72,11 @@ class Source(PlanNode):
     def monotonic(self) -> bool:
         return bool(self.source.insert_only)
 
+    @cached_property
+    def structure(self) -> str:
+        # A source's name names its data (its log): two sources of one name are one.
+        return f"source:{self.name}"
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SourceOutput(PlanNode):

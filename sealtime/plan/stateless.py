@@ -161,6 +161,7 @@ class Inspect(_RowWise):
 
     per_row: ClassVar[bool] = False
     recomputable: ClassVar[bool] = False
+    shareable: ClassVar[bool] = False  # (the tap is a side effect)
     kind: ClassVar[str] = "inspect"
 
 

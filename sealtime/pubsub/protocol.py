@@ -479,47 +479,73 @@ def decode_message(header: dict[str, Any], payload: Any) -> Message:
     sealtime.pubsub.protocol.ProtocolError: unknown message kind 'nope'
     """
     kind = header.get("k")
-    if kind == "data":
-        time = decode_time(header.get("t"))
-        partition = _field(header, "p", int)
-        return DataMessage(time, table_from_ipc(payload), partition)
-    if kind == "lower":
-        raw = _field(header, "u", list)
-        updates = []
-        for item in raw:
-            if type(item) is not list or len(item) != 2 or type(item[1]) is not int:
-                raise ProtocolError(f"malformed frontier update {_short(item)}")
-            updates.append((decode_time(item[0]), item[1]))
-        _check_same_kind([t for t, _ in updates])
-        _no_payload(kind, payload)
-        return LowerFrontierUpdate(tuple(updates))
-    if kind == "frontiers":
-        lower = decode_antichain(header.get("lo"))
-        upper = decode_antichain(header.get("up"))
-        _check_same_kind([*lower.elements(), *upper.elements()])
-        _no_payload(kind, payload)
-        return InitialFrontierSnapshot(lower, upper)
-    if kind == "close":
-        _no_payload(kind, payload)
-        return Close(_field(header, "r", str))
-    if kind == "hello":
-        version = _field(header, "v", int)
-        role = _field(header, "role", str)
-        resume = header.get("resume")
-        schema = table_from_ipc(payload).schema if len(payload) else None
-        return Hello(
-            role=role,
-            name=_field(header, "name", str),
-            partition=_field(header, "p", int),
-            mode=_field(header, "mode", str),
-            max_frame=_field(header, "max", int),
-            resume=None if resume is None else decode_antichain(resume),
-            schema=schema,
-            version=version,
-        )
-    if kind == "vsnap":
-        return ViewSnapshot(decode_antichain(header.get("as")), table_from_ipc(payload))
-    raise ProtocolError(f"unknown message kind {_short(kind)}")
+    decode = _DECODERS.get(kind) if isinstance(kind, str) else None
+    if decode is None:
+        raise ProtocolError(f"unknown message kind {_short(kind)}")
+    return decode(header, payload)
+
+
+def _decode_data(header: dict[str, Any], payload: Any) -> Message:
+    time = decode_time(header.get("t"))
+    partition = _field(header, "p", int)
+    return DataMessage(time, table_from_ipc(payload), partition)
+
+
+def _decode_lower(header: dict[str, Any], payload: Any) -> Message:
+    raw = _field(header, "u", list)
+    updates = []
+    for item in raw:
+        if type(item) is not list or len(item) != 2 or type(item[1]) is not int:
+            raise ProtocolError(f"malformed frontier update {_short(item)}")
+        updates.append((decode_time(item[0]), item[1]))
+    _check_same_kind([t for t, _ in updates])
+    _no_payload("lower", payload)
+    return LowerFrontierUpdate(tuple(updates))
+
+
+def _decode_frontiers(header: dict[str, Any], payload: Any) -> Message:
+    lower = decode_antichain(header.get("lo"))
+    upper = decode_antichain(header.get("up"))
+    _check_same_kind([*lower.elements(), *upper.elements()])
+    _no_payload("frontiers", payload)
+    return InitialFrontierSnapshot(lower, upper)
+
+
+def _decode_close(header: dict[str, Any], payload: Any) -> Message:
+    _no_payload("close", payload)
+    return Close(_field(header, "r", str))
+
+
+def _decode_hello(header: dict[str, Any], payload: Any) -> Message:
+    version = _field(header, "v", int)
+    role = _field(header, "role", str)
+    resume = header.get("resume")
+    schema = table_from_ipc(payload).schema if len(payload) else None
+    return Hello(
+        role=role,
+        name=_field(header, "name", str),
+        partition=_field(header, "p", int),
+        mode=_field(header, "mode", str),
+        max_frame=_field(header, "max", int),
+        resume=None if resume is None else decode_antichain(resume),
+        schema=schema,
+        version=version,
+    )
+
+
+def _decode_view_snapshot(header: dict[str, Any], payload: Any) -> Message:
+    return ViewSnapshot(decode_antichain(header.get("as")), table_from_ipc(payload))
+
+
+#: the decoder of each message kind (the header's ``k``)
+_DECODERS: dict[str, Callable[[dict[str, Any], Any], Message]] = {
+    "data": _decode_data,
+    "lower": _decode_lower,
+    "frontiers": _decode_frontiers,
+    "close": _decode_close,
+    "hello": _decode_hello,
+    "vsnap": _decode_view_snapshot,
+}
 
 
 @dataclass

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..columns import TIME
-from ..engine.failpoints import failpoint
 from ..errors import PlanError
+from ..failpoints import failpoint
 
 if TYPE_CHECKING:
     import pyarrow as pa

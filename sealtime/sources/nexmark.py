@@ -467,15 +467,15 @@ class Nexmark(CounterSource):
     def _chunk(self, first: int, count: int) -> pa.Table:
         ns = np.arange(first, first + count, dtype=np.int64)
         offset = ns % _TOTAL
-        kind = np.where(offset < _PERSON, 0, np.where(offset < _PERSON + _AUCTION, 1, 2))
+        event_type = np.where(offset < _PERSON, 0, np.where(offset < _PERSON + _AUCTION, 1, 2))
         t = self.base_time(ns)
-        rows = [np.flatnonzero(kind == k) for k in range(3)]
+        rows = [np.flatnonzero(event_type == k) for k in range(3)]
         parts = [
             self._persons(ns[rows[0]], t[rows[0]]),
             self._auctions(ns[rows[1]], t[rows[1]]),
             self._bids(ns[rows[2]], t[rows[2]]),
         ]
-        # rank of each row inside its kind (for scattering kind columns into the union)
+        # rank of each row inside its event type (for scattering its columns into the union)
         rank = np.empty(count, dtype=np.int64)
         for r in rows:
             rank[r] = np.arange(len(r))
@@ -483,12 +483,12 @@ class Nexmark(CounterSource):
         for r, p in zip(rows, parts):
             extra_len[r] = p.pop("_extra")
         columns: dict[str, Any] = {
-            SUBSOURCE_COLUMN: _strs(("person", "auction", "bid")).take(pa.array(kind)),
+            SUBSOURCE_COLUMN: _strs(("person", "auction", "bid")).take(pa.array(event_type)),
             "date_time": pa.array(t, _TS),
             "extra": self._strings(ns, "extra", extra_len, spaces=False),
         }
         for k, part in enumerate(parts):
-            is_k = kind == k
+            is_k = event_type == k
             take = pa.array(rank, mask=~is_k)
             for name, values in part.items():
                 if name in columns:
@@ -503,7 +503,7 @@ class Nexmark(CounterSource):
         ids = np.zeros(count, dtype=np.int64)
         ids[rows[0]] = parts[0]["id"]
         ids[rows[1]] = parts[1]["id"]
-        columns["id"] = pa.array(ids, mask=kind == 2)
+        columns["id"] = pa.array(ids, mask=event_type == 2)
         return pa.Table.from_arrays([columns[f.name] for f in self.schema], schema=self.schema)
 
     # ------------------------------------------------------------------ reading

@@ -19,12 +19,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ConfigError, SchemaError
-from ..plan.aggregates import Aggregate
+from ..plan.aggregates import Aggregate, AggregateKind
 from ..plan.order import OrderKey
+from ..plan.reduce import Aggregation, TopKOrder
 from .frames import CNT
 from .plans import GroupedAggregation, Projection
 
-__all__ = ["AggregateReducer", "TopKReducer"]
+__all__ = ["reducer_of", "AggregateReducer", "TopKReducer"]
 
 _FLOAT_SUM = T.DecimalType(38, 12)
 
@@ -82,18 +83,18 @@ class AggregateReducer:
         w = F.col(CNT)
         exprs = []
         for name, agg in self.aggs.items():
-            if agg.kind == "count":
+            if agg.kind is AggregateKind.COUNT:
                 e = F.sum(w).cast("long")
-            elif agg.kind == "sum":
+            elif agg.kind is AggregateKind.SUM:
                 e = self._sum(agg.column, w)
                 if _is_float(self.types[agg.column]):
                     e = e.cast("double")
-            elif agg.kind == "avg":
+            elif agg.kind is AggregateKind.AVG:
                 n = F.sum(F.when(F.col(agg.column).isNotNull(), w))
                 e = (self._sum(agg.column, w).cast(_FLOAT_SUM) / n).cast("double")
-            elif agg.kind == "min":
+            elif agg.kind is AggregateKind.MIN:
                 e = F.min(agg.column)
-            elif agg.kind == "max":
+            elif agg.kind is AggregateKind.MAX:
                 e = F.max(agg.column)
             else:
                 e = F.countDistinct(agg.column).cast("long")
@@ -113,16 +114,16 @@ class AggregateReducer:
         w = F.col(weight)
         exprs = []
         for name, agg in self.aggs.items():
-            if agg.kind == "count":
+            if agg.kind is AggregateKind.COUNT:
                 exprs.append(F.sum(w).cast("long").alias(f"__c_{name}"))
-            elif agg.kind in ("sum", "avg"):
+            elif agg.kind.additive:
                 exprs.append(self._sum(agg.column, w).alias(f"__s_{name}"))
-                if agg.kind == "avg":
+                if agg.kind is AggregateKind.AVG:
                     n = F.sum(F.when(F.col(agg.column).isNotNull(), w)).cast("long")
                     exprs.append(n.alias(f"__c_{name}"))
-            elif agg.kind == "min":
+            elif agg.kind is AggregateKind.MIN:
                 exprs.append(F.min(agg.column).alias(f"__m_{name}"))
-            elif agg.kind == "max":
+            elif agg.kind is AggregateKind.MAX:
                 exprs.append(F.max(agg.column).alias(f"__m_{name}"))
         return exprs
 
@@ -130,14 +131,14 @@ class AggregateReducer:
         """Each aggregate's value from the merged partial columns, by output name."""
         cols: dict[str, Column] = {}
         for name, agg in self.aggs.items():
-            if agg.kind == "count":
+            if agg.kind is AggregateKind.COUNT:
                 cols[name] = F.col(f"__c_{name}").alias(name)
-            elif agg.kind == "sum":
+            elif agg.kind is AggregateKind.SUM:
                 e = F.col(f"__s_{name}")
                 cols[name] = (e.cast("double") if _is_float(self.types[agg.column]) else e).alias(
                     name
                 )
-            elif agg.kind == "avg":
+            elif agg.kind is AggregateKind.AVG:
                 e = F.col(f"__s_{name}").cast(_FLOAT_SUM) / F.col(f"__c_{name}")
                 cols[name] = e.cast("double").alias(name)
             else:
@@ -202,3 +203,18 @@ class TopKReducer:
             .withColumn(CNT, F.col("__take"))
             .drop("__take")
         )
+
+
+def reducer_of(
+    reduction: Aggregation | TopKOrder,
+    schema: T.StructType,
+    group: Sequence[str],
+    priority_column: str | None,
+) -> tuple[AggregateReducer | TopKReducer, list[str]]:
+    """The reducer of a per-window `reduction` over rows of `schema` grouped by `group`,
+    and the input columns it reads besides the group."""
+    if isinstance(reduction, Aggregation):
+        aggregate = AggregateReducer(reduction.aggregates, schema)
+        return aggregate, [c for c in aggregate.value_columns if c not in group]
+    top = TopKReducer(reduction.k, reduction.order_by, schema, group, priority_column)
+    return top, [f.name for f in schema.fields if f.name not in group]

@@ -277,14 +277,14 @@ class DataFS:
         *,
         location: str,
         spark_root: str,
-        kind: str,
+        type_name: str,
     ) -> None:
         self.fs = filesystem
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.location = location.rstrip("/") if location not in ("/", "") else location
         self.spark_root = spark_root.rstrip("/") if spark_root != "file:///" else spark_root
-        #: the pyarrow filesystem kind: "local", "hdfs", "s3", "gcs", "abfs", or its type name
-        self.kind = kind
+        #: the pyarrow filesystem's type: "local", "hdfs", "s3", "gcs", "abfs", ...
+        self.type_name = type_name
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -334,8 +334,8 @@ class DataFS:
         registered = _registered(location)
         if registered is not None:
             fs, path = registered
-            kind = "local" if isinstance(fs, pafs.LocalFileSystem) else fs.type_name
-            return cls(fs, path, location=location, spark_root=location, kind=kind)
+            type_name = "local" if isinstance(fs, pafs.LocalFileSystem) else fs.type_name
+            return cls(fs, path, location=location, spark_root=location, type_name=type_name)
         target = HADOOP_SCHEMES.get(scheme)
         if target is None:
             hint = (
@@ -357,7 +357,7 @@ class DataFS:
                 fs, path = pafs.FileSystem.from_uri(text)
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise ConfigError(f"{setting}={text!r}: {_fix(target, exc)}") from exc
-        return cls(fs, path.rstrip("/"), location=location, spark_root=location, kind=target)
+        return cls(fs, path.rstrip("/"), location=location, spark_root=location, type_name=target)
 
     @classmethod
     def _local(cls, path: str) -> DataFS:
@@ -366,7 +366,7 @@ class DataFS:
             path,
             location=path,
             spark_root="file://" + path,
-            kind="local",
+            type_name="local",
         )
 
     def child(self, rel: str) -> DataFS:
@@ -383,11 +383,11 @@ class DataFS:
             self.path(rel),
             location=self.join(rel),
             spark_root=self.spark_uri(rel),
-            kind=self.kind,
+            type_name=self.type_name,
         )
 
     def __repr__(self) -> str:
-        return f"DataFS({self.location!r}, kind={self.kind!r})"
+        return f"DataFS({self.location!r}, type_name={self.type_name!r})"
 
     # ---------------------------------------------------------------- properties
     @property
@@ -397,7 +397,7 @@ class DataFS:
         >>> DataFS.from_uri("/tmp").local, DataFS.from_uri("gs://b/p").local
         (True, False)
         """
-        return self.kind == "local"
+        return self.type_name == "local"
 
     @property
     def atomic_rename(self) -> bool:
@@ -406,7 +406,7 @@ class DataFS:
         >>> DataFS.from_uri("/tmp").atomic_rename, DataFS.from_uri("gs://b/p").atomic_rename
         (True, False)
         """
-        return self.kind in ("local", "hdfs")
+        return self.type_name in ("local", "hdfs")
 
     @property
     def hard_links(self) -> bool:
@@ -434,7 +434,7 @@ class DataFS:
         >>> DataFS.from_uri("/tmp").durability.startswith("local filesystem")
         True
         """
-        return _DURABILITY.get(self.kind, _OTHER_DURABILITY)
+        return _DURABILITY.get(self.type_name, _OTHER_DURABILITY)
 
     # ---------------------------------------------------------------- spellings
     def join(self, *parts: str) -> str:
@@ -811,7 +811,7 @@ class DataFS:
     # ------------------------------------------------------------------- helpers
     def _parent(self, rel: str) -> None:
         # Object stores have no directories (a key's prefix is one); elsewhere create them.
-        if self.kind not in _OBJECT_STORES:
+        if self.type_name not in _OBJECT_STORES:
             self.create_dir(posixpath.dirname(_clean(rel)))
 
     @contextlib.contextmanager
@@ -826,7 +826,7 @@ class DataFS:
             raise self._wrap(op, rel, exc) from exc
 
     def _wrap(self, op: str, rel: str, exc: BaseException) -> FileSystemError:
-        return FileSystemError(f"{op} {self.join(rel)!r} ({self.kind}): {exc}")
+        return FileSystemError(f"{op} {self.join(rel)!r} ({self.type_name}): {exc}")
 
 
 # -------------------------------------------------------------------- internals

@@ -88,8 +88,7 @@ def build_app(monitor: Monitor, store: Any = None) -> Any:
         return dumps(data)
 
     def source_rows(request: Any) -> Any:
-        name = request.path_params["name"]
-        which = request.path_params["which"]
+        name, which = (str(request.path_params.get(k, "")) for k in ("name", "which"))
         limit = min(int(request.query_params.get("limit", "20")), 500)
         src = monitor.snapshot.source(name)
         if src is None:

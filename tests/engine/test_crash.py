@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from sealtime.engine.bindings import BindingLog
-from sealtime.engine.failpoints import POINTS
+from sealtime.failpoints import POINTS
 from sealtime.storage import MetadataStore, Shard
 from tests.engine import crash_job
 from tests.sources.conftest import NatsStream

@@ -245,7 +245,7 @@ def _rid(entry_id) -> tuple[int, int]:
 
 
 def test_failpoint_names_are_checked():
-    from sealtime.engine.failpoints import parse
+    from sealtime.failpoints import parse
 
     with pytest.raises(ValueError, match="unknown failpoint 'nope'"):
         parse("nope=1")

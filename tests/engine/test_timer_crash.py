@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sealtime.engine.failpoints import POINTS
+from sealtime.failpoints import POINTS
 from sealtime.storage import MetadataStore, Shard
 from tests.engine import timer_job
 

@@ -152,19 +152,19 @@ def test_file_uri_is_local(tmp_path):
 def test_hadoop_schemes_map_to_pyarrow():
     assert HADOOP_SCHEMES["s3a"] == "s3" and HADOOP_SCHEMES["abfss"] == "abfs"
     gs = DataFS.from_uri("gs://bucket/flows/a")
-    assert (gs.kind, gs.path("x"), gs.spark_uri("x")) == (
+    assert (gs.type_name, gs.path("x"), gs.spark_uri("x")) == (
         "gcs",
         "bucket/flows/a/x",
         "gs://bucket/flows/a/x",
     )
     az = DataFS.from_uri("abfss://box@acct.dfs.core.windows.net/flows")
-    assert (az.kind, az.path("x"), az.join("x")) == (
+    assert (az.type_name, az.path("x"), az.join("x")) == (
         "abfs",
         "box/flows/x",
         "abfss://box@acct.dfs.core.windows.net/flows/x",
     )
     s3 = DataFS.from_uri("s3a://bucket/p", hadoop_conf={"fs.s3a.endpoint.region": "eu-west-1"})
-    assert (s3.kind, s3.path("x"), s3.spark_uri("x")) == ("s3", "bucket/p/x", "s3a://bucket/p/x")
+    assert (s3.type_name, s3.path("x"), s3.spark_uri("x")) == ("s3", "bucket/p/x", "s3a://bucket/p/x")
     assert s3.fs.region == "eu-west-1"
 
 

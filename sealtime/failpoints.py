@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import signal
 
+from .errors import ConfigError
+
 __all__ = ["POINTS", "failpoint", "parse"]
 
 POINTS = (
@@ -51,7 +53,7 @@ def parse(spec: str) -> dict[str, int]:
         name, _, count = item.partition("=")
         name = name.strip()
         if name not in POINTS:
-            raise ValueError(
+            raise ConfigError(
                 f"SEALTIME_FAILPOINTS: unknown failpoint {name!r}; use one of {', '.join(POINTS)}"
             )
         out[name] = int(count or 1)
