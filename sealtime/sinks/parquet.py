@@ -19,9 +19,11 @@ only then writes the record file. That transaction is fenced by the data dir's o
 (`sealtime.storage.ownership`): an owner that lost its data dir and wakes up fails there
 and never writes a record. A crash between the two leaves the record file missing; the
 next `durable_upper` writes it from the store. Each attempt writes its files to a
-directory of its own (``commit-<seq>-<random>``), so no writer overwrites another's; the
-directories no record names are deleted when the sink starts. A sink not attached to a
-dataflow (reading, tests) uses the record files alone.
+directory of its own (``commit-<seq>-e<epoch>-<random>``, the epoch of the data dir's
+owner), so no writer overwrites another's; when the sink starts, the directories no
+record names are deleted — those of this epoch and older ones only, never a newer
+owner's attempt in flight. A sink not attached to a dataflow (reading, tests) uses the
+record files alone.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 from ..columns import DIFF, TIME
 from ..errors import WriterConflictError
 from ..storage.fs import DataFS
+from ..storage.ownership import epoch_at, epoch_name, epoch_of_name
 from ..time.order import MIN_TIME
 from .base import CommitContext, ExactlyOnceSink
 
@@ -60,6 +63,7 @@ class Parquet(ExactlyOnceSink[dict]):
         self.fs = DataFS.from_uri(self.path, setting="Parquet(path)")
         self._seen: dict[str, dict[str, Any]] = {}  # commit record name -> record
         self._swept = False  # the directories no record names were deleted
+        self._epoch: int | None = None  # the data dir owner's epoch, read when first used
 
     def commits(self) -> list[dict[str, Any]]:
         """The committed ranges, oldest first (a torn legacy line is not a commit).
@@ -95,6 +99,10 @@ class Parquet(ExactlyOnceSink[dict]):
         """The last commit: the store's record when attached (writing its record file if
         a crash lost it), else the last record file."""
         store = self._store()
+        if store is not None and not self._swept:
+            self._swept = True  # (first use: in the engine's start, after its lease)
+            self._epoch = epoch_at(self.binding.data_dir)
+            self._sweep()
         last = None if store is None else store.kv_get(COMMIT_NAMESPACE, self.fs.location)
         if last is None:
             commits = self.commits()
@@ -102,8 +110,6 @@ class Parquet(ExactlyOnceSink[dict]):
         name = f"{int(last['seq']):08d}.json"
         if name not in self._seen and not self.fs.exists(f"{COMMITS}/{name}"):
             self._write_record(last)
-        if not self._swept:
-            self._sweep(last)
         return last
 
     def durable_upper(self) -> int | None:
@@ -111,13 +117,16 @@ class Parquet(ExactlyOnceSink[dict]):
         last = self._last()
         return MIN_TIME if last is None else last["upper"]
 
-    def _sweep(self, last: dict[str, Any]) -> None:
-        """Delete the commit directories no record names: attempts whose commit never
-        happened (a crash, a fenced writer). Once, when the sink starts."""
-        self._swept = True
-        named = {c["dir"] for c in self.commits()} | {last["dir"]}
+    def _sweep(self) -> None:
+        """Delete the commit directories no record names, of this epoch or older ones:
+        attempts whose commit never happened (a crash, a fenced writer)."""
+        last = self.binding.store.kv_get(COMMIT_NAMESPACE, self.fs.location)
+        named = {c["dir"] for c in self.commits()} | ({last["dir"]} if last else set())
         for name in self.fs.names():
-            if name.startswith("commit-") and name not in named:
+            if not name.startswith("commit-") or name in named:
+                continue
+            epoch = next((e for p in name.split("-") if (e := epoch_of_name(p)) is not None), None)
+            if epoch is None or self._epoch is None or epoch <= self._epoch:
                 self.fs.delete_dir(name)
 
     def write(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> dict[str, Any]:
@@ -126,7 +135,8 @@ class Parquet(ExactlyOnceSink[dict]):
         self.fs.create_dir()
         last = self._last()
         seq = 0 if last is None else int(last["seq"]) + 1
-        rel = f"commit-{seq:08d}-{uuid.uuid4().hex[:12]}"
+        tag = "" if self._epoch is None else f"-{epoch_name(self._epoch)}"
+        rel = f"commit-{seq:08d}{tag}-{uuid.uuid4().hex[:12]}"
         if delta is None:
             delta = context.spark.createDataFrame([], _with_system(context.schema))
         delta.write.mode("overwrite").parquet(self.fs.spark_uri(rel))

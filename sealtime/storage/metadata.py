@@ -536,7 +536,8 @@ class MetadataStore:
         kept in ``sealtime_migrations``. Steps are portable SQL strings or callables taking
         the `Transaction`. All pending steps run in one transaction; concurrent migrators
         are serialized. Append new steps to the end of a list, never edit applied ones.
-        Returns the component's version after migrating.
+        Returns the component's version after migrating. Not fenced: a schema is no
+        state, and readers of a data dir another process took over still open it.
 
         >>> import tempfile, os
         >>> with tempfile.TemporaryDirectory() as d:
@@ -548,7 +549,7 @@ class MetadataStore:
         1
         2
         """
-        with self.transaction() as tx:
+        with self.transaction(fenced=False) as tx:
             tx.execute(
                 "CREATE TABLE IF NOT EXISTS sealtime_migrations ("
                 "component TEXT PRIMARY KEY, version INTEGER NOT NULL)"

@@ -94,9 +94,14 @@ def test_attempts_no_record_names_are_deleted_when_the_sink_starts(tmp_path, sto
     kept = commit(sink, 0, sink.durable_upper(), 10)
     fs = DataFS.from_uri(str(out))
     fs.write_bytes("commit-00000001-deadbeef/part-0.parquet", b"uncommitted")
+    fs.write_bytes("commit-00000001-e1-c0ffee/part-0.parquet", b"uncommitted")
+    # An attempt in flight of a newer owner (this process would be the fenced one).
+    fs.write_bytes("commit-00000001-e9-decade/part-0.parquet", b"in flight")
     restarted = bound(out, store)
     assert restarted.durable_upper() == 10
-    assert sorted(n for n in fs.names() if n.startswith("commit-")) == [kept["dir"]]
+    assert sorted(n for n in fs.names() if n.startswith("commit-")) == sorted(
+        [kept["dir"], "commit-00000001-e9-decade"]
+    )
 
 
 def test_records_of_an_earlier_version_are_continued_with_a_compare(tmp_path, stores):

@@ -195,7 +195,7 @@ def test_kv_and_upsert(store):
         tx.upsert("sealtime_kv", {"namespace": "u", "key": "k"}, {"value": '"v1"'})
         tx.upsert("sealtime_kv", {"namespace": "u", "key": "k"}, {"value": '"v2"'})
     assert store.kv_get("u", "k") == "v2"
-    with pytest.raises(ValueError, match="identifier"), store.transaction() as tx:
+    with pytest.raises(MetadataStoreError, match="identifier"), store.transaction() as tx:
         tx.upsert("sealtime_kv; DROP", {"namespace": "u"}, {})
 
 
