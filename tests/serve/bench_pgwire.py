@@ -35,6 +35,7 @@ def serve(port_file: str, password_file: str, mode: str) -> None:
     import numpy as np
     import pyarrow as pa
 
+    from sealtime.serve.backend import Update
     from sealtime.serve.fake import FakeBackend
     from sealtime.serve.pgwire import PgServer, ServerLimits
 
@@ -61,7 +62,10 @@ def serve(port_file: str, password_file: str, mode: str) -> None:
                               "x": pa.array(rng.random(PER_EVENT)),
                               "_time": pa.array(np.full(PER_EVENT, 10 + i), pa.int64()),
                               "_diff": pa.array(np.ones(PER_EVENT, np.int64))})
-                backend.advance("v", b, 11 + i)
+                if mode == "flood":  # straight to the subscriber: the fake keeps no history
+                    backend.streams[0].put(Update(b.combine_chunks().to_batches()[0]))
+                else:
+                    backend.advance("v", b, 11 + i)
                 if backend.streams[0].closed.is_set():
                     break
         else:
