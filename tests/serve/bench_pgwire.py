@@ -40,28 +40,37 @@ def serve(port_file: str, password_file: str, mode: str) -> None:
     from sealtime.serve.pgwire import PgServer, ServerLimits
 
     rng = np.random.default_rng(1)
-    big = pa.table({
-        "id": pa.array(np.arange(ROWS), pa.int64()),
-        "price": pa.array(rng.random(ROWS) * 100),
-        "name": pa.array(np.char.add("item-", np.arange(ROWS).astype(str))),
-        "ok": pa.array(np.arange(ROWS) % 2 == 0),
-    })
-    empty = {"k": pa.array([], pa.int64()), "x": pa.array([], pa.float64()),
-             "_time": pa.array([], pa.int64()), "_diff": pa.array([], pa.int64())}
+    big = pa.table(
+        {
+            "id": pa.array(np.arange(ROWS), pa.int64()),
+            "price": pa.array(rng.random(ROWS) * 100),
+            "name": pa.array(np.char.add("item-", np.arange(ROWS).astype(str))),
+            "ok": pa.array(np.arange(ROWS) % 2 == 0),
+        }
+    )
+    empty = {
+        "k": pa.array([], pa.int64()),
+        "x": pa.array([], pa.float64()),
+        "_time": pa.array([], pa.int64()),
+        "_diff": pa.array([], pa.int64()),
+    }
     backend = FakeBackend({"big": big, "v": pa.table(empty)}, {"v": 1})
     limits = ServerLimits(max_result_bytes=1 << 31, subscription_buffer_bytes=64 << 20)
-    server = PgServer(backend, port=0, limits=limits,
-                      password_file=password_file or None).start()
+    server = PgServer(backend, port=0, limits=limits, password_file=password_file or None).start()
 
     def emit() -> None:
         while not backend.streams:
             time.sleep(0.001)
         if mode in ("emit", "flood"):
             for i in range(EVENTS * (5 if mode == "flood" else 1)):
-                b = pa.table({"k": pa.array(np.arange(PER_EVENT) + i * PER_EVENT, pa.int64()),
-                              "x": pa.array(rng.random(PER_EVENT)),
-                              "_time": pa.array(np.full(PER_EVENT, 10 + i), pa.int64()),
-                              "_diff": pa.array(np.ones(PER_EVENT, np.int64))})
+                b = pa.table(
+                    {
+                        "k": pa.array(np.arange(PER_EVENT) + i * PER_EVENT, pa.int64()),
+                        "x": pa.array(rng.random(PER_EVENT)),
+                        "_time": pa.array(np.full(PER_EVENT, 10 + i), pa.int64()),
+                        "_diff": pa.array(np.ones(PER_EVENT, np.int64)),
+                    }
+                )
                 if mode == "flood":  # straight to the subscriber: the fake keeps no history
                     backend.streams[0].put(Update(b.combine_chunks().to_batches()[0]))
                 else:
@@ -71,8 +80,14 @@ def serve(port_file: str, password_file: str, mode: str) -> None:
         else:
             for i in range(300):
                 time.sleep(0.005)
-                one = pa.table({"k": pa.array([time.monotonic_ns()], pa.int64()), "x": [0.5],
-                                "_time": [10 + i], "_diff": [1]})
+                one = pa.table(
+                    {
+                        "k": pa.array([time.monotonic_ns()], pa.int64()),
+                        "x": [0.5],
+                        "_time": [10 + i],
+                        "_diff": [1],
+                    }
+                )
                 backend.advance("v", one, 11 + i)
         backend.finish("v")
 
@@ -91,9 +106,12 @@ class Child:
             [sys.executable, __file__, "serve", self.port_file, password_file, mode],
             stdin=subprocess.PIPE,
         )
-        while not (os.path.exists(self.port_file) and open(self.port_file).read()):
+        self.port = 0
+        while not self.port:  # the child writes its port once it listens
             time.sleep(0.05)
-        self.port = int(open(self.port_file).read())
+            if os.path.exists(self.port_file):
+                with open(self.port_file) as f:
+                    self.port = int(f.read() or 0)
 
     def dsn(self, user: str = "u") -> str:
         return f"host=127.0.0.1 port={self.port} user={user} dbname=d"
@@ -146,18 +164,24 @@ def postgres_baseline() -> None:
     import psycopg
 
     try:
-        conn = psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=test", autocommit=True)
+        conn = psycopg.connect(
+            "host=127.0.0.1 port=5432 user=postgres dbname=test", autocommit=True
+        )
     except psycopg.OperationalError as e:
         print(f"(no PostgreSQL baseline: {e})")
         return
     with conn:
-        conn.execute("CREATE TEMP TABLE big AS SELECT g::int8 AS id, random() * 100 AS price, "
-                     "'item-' || g AS name, g % 2 = 0 AS ok FROM generate_series(0, 999999) g")
+        conn.execute(
+            "CREATE TEMP TABLE big AS SELECT g::int8 AS id, random() * 100 AS price, "
+            "'item-' || g AS name, g % 2 = 0 AS ok FROM generate_series(0, 999999) g"
+        )
         for binary in (False, True):
             t = time.perf_counter()
             n = len(conn.cursor(binary=binary).execute("SELECT * FROM big").fetchall())
             dt = time.perf_counter() - t
-            print(f"baseline: PostgreSQL 15, same SELECT -> psycopg {'binary' if binary else 'text'}: {dt:.2f} s, {n / dt:,.0f} rows/s")
+            print(
+                f"baseline: PostgreSQL 15, same SELECT -> psycopg {'binary' if binary else 'text'}: {dt:.2f} s, {n / dt:,.0f} rows/s"
+            )
 
 
 def median_ms(fn, n: int = 50) -> float:  # noqa: ANN001
@@ -179,9 +203,13 @@ def main() -> None:
         f.write(f"alice:{scram_verifier('pw')}\n")
     child = Child()
     secured = Child(password_file=f.name)
-    print(f"connect + close (trust): {median_ms(lambda: psycopg.connect(child.dsn()).close()):.2f} ms median of 50")
-    print("connect + close (SCRAM-SHA-256, 4096 iterations): "
-          f"{median_ms(lambda: psycopg.connect(secured.dsn('alice'), password='pw').close()):.2f} ms median of 50")
+    print(
+        f"connect + close (trust): {median_ms(lambda: psycopg.connect(child.dsn()).close()):.2f} ms median of 50"
+    )
+    print(
+        "connect + close (SCRAM-SHA-256, 4096 iterations): "
+        f"{median_ms(lambda: psycopg.connect(secured.dsn('alice'), password='pw').close()):.2f} ms median of 50"
+    )
     secured.stop()
     os.unlink(f.name)
 
@@ -191,8 +219,10 @@ def main() -> None:
             t = time.perf_counter()
             n = len(conn.cursor(binary=binary).execute("SELECT * FROM big").fetchall())
             dt = time.perf_counter() - t
-        print(f"SELECT 1M rows x (int8, float8, text, bool) -> psycopg {'binary' if binary else 'text'}: "
-              f"{dt:.2f} s, {n / dt:,.0f} rows/s")
+        print(
+            f"SELECT 1M rows x (int8, float8, text, bool) -> psycopg {'binary' if binary else 'text'}: "
+            f"{dt:.2f} s, {n / dt:,.0f} rows/s"
+        )
 
     async def apg() -> tuple[int, float]:
         conn = await asyncpg.connect(host="127.0.0.1", port=child.port, user="u", database="d")
@@ -209,10 +239,17 @@ def main() -> None:
         with conn.cursor().copy("COPY (SELECT * FROM big) TO STDOUT") as copy:
             total = sum(len(b) for b in copy)
         dt = time.perf_counter() - t
-    print(f"COPY (SELECT 1M rows) TO STDOUT -> psycopg, one bytes object per row ({total / 1e6:.0f} MB): {dt:.2f} s, {ROWS / dt:,.0f} rows/s")
-    for query, what in ((b"SELECT * FROM big", "DataRow text"), (b"COPY (SELECT * FROM big) TO STDOUT", "CopyData")):
+    print(
+        f"COPY (SELECT 1M rows) TO STDOUT -> psycopg, one bytes object per row ({total / 1e6:.0f} MB): {dt:.2f} s, {ROWS / dt:,.0f} rows/s"
+    )
+    for query, what in (
+        (b"SELECT * FROM big", "DataRow text"),
+        (b"COPY (SELECT * FROM big) TO STDOUT", "CopyData"),
+    ):
         dt, size = raw_read(child.port, query)
-        print(f"{query.decode()} -> a socket reader that parses nothing ({what}, {size / 1e6:.0f} MB): {dt:.2f} s, {ROWS / dt:,.0f} rows/s")
+        print(
+            f"{query.decode()} -> a socket reader that parses nothing ({what}, {size / 1e6:.0f} MB): {dt:.2f} s, {ROWS / dt:,.0f} rows/s"
+        )
     child.stop()
 
     child = Child("emit")
@@ -221,7 +258,9 @@ def main() -> None:
         with conn.cursor().copy("COPY (SUBSCRIBE v WITH (SNAPSHOT false)) TO STDOUT") as copy:
             got = sum(1 for _ in copy)
         dt = time.perf_counter() - t
-    print(f"SUBSCRIBE via COPY ({EVENTS} updates of {PER_EVENT} rows): {got:,} rows in {dt:.2f} s, {got / dt:,.0f} rows/s")
+    print(
+        f"SUBSCRIBE via COPY ({EVENTS} updates of {PER_EVENT} rows): {got:,} rows in {dt:.2f} s, {got / dt:,.0f} rows/s"
+    )
     child.stop()
 
     child = Child("emit")
@@ -237,19 +276,25 @@ def main() -> None:
                 break
             got += k
         dt = time.perf_counter() - t
-    print(f"SUBSCRIBE via DECLARE/FETCH ALL (typed rows): {got:,} rows in {dt:.2f} s, {got / dt:,.0f} rows/s")
+    print(
+        f"SUBSCRIBE via DECLARE/FETCH ALL (typed rows): {got:,} rows in {dt:.2f} s, {got / dt:,.0f} rows/s"
+    )
     child.stop()
 
     child = Child("latency")
     lat = []
-    with psycopg.connect(child.dsn(), autocommit=True) as conn:
-        with conn.cursor().copy("COPY (SUBSCRIBE v WITH (SNAPSHOT false)) TO STDOUT") as copy:
-            for line in copy:
-                sent = int(bytes(line).split(b"\t")[2])
-                lat.append((time.monotonic_ns() - sent) / 1e6)
+    with (
+        psycopg.connect(child.dsn(), autocommit=True) as conn,
+        conn.cursor().copy("COPY (SUBSCRIBE v WITH (SNAPSHOT false)) TO STDOUT") as copy,
+    ):
+        for line in copy:
+            sent = int(bytes(line).split(b"\t")[2])
+            lat.append((time.monotonic_ns() - sent) / 1e6)
     lat.sort()
-    print(f"SUBSCRIBE latency, update emitted -> row at psycopg ({len(lat)} updates): "
-          f"p50 {lat[len(lat) // 2]:.2f} ms, p99 {lat[int(len(lat) * 0.99)]:.2f} ms")
+    print(
+        f"SUBSCRIBE latency, update emitted -> row at psycopg ({len(lat)} updates): "
+        f"p50 {lat[len(lat) // 2]:.2f} ms, p99 {lat[int(len(lat) * 0.99)]:.2f} ms"
+    )
     child.stop()
 
     child = Child("flood")
@@ -265,7 +310,7 @@ def main() -> None:
         try:
             if sock.recv(1, socket.MSG_PEEK) == b"":
                 break  # the server hung up
-        except (BlockingIOError, socket.timeout):
+        except (TimeoutError, BlockingIOError):
             pass
         time.sleep(0.01)
     sock.setblocking(True)
@@ -277,8 +322,10 @@ def main() -> None:
     except OSError:
         pass
     cut = b"fell behind at time" in received
-    print(f"stalled subscriber offered up to {5 * EVENTS} x {PER_EVENT} rows (~{5 * EVENTS * PER_EVENT * 32 / 2**20:.0f} MiB Arrow), "
-          f"subscription_buffer_bytes=64 MiB: cut with 'fell behind' = {cut}; server RSS {before:.0f} MiB -> peak {peak:.0f} MiB")
+    print(
+        f"stalled subscriber offered up to {5 * EVENTS} x {PER_EVENT} rows (~{5 * EVENTS * PER_EVENT * 32 / 2**20:.0f} MiB Arrow), "
+        f"subscription_buffer_bytes=64 MiB: cut with 'fell behind' = {cut}; server RSS {before:.0f} MiB -> peak {peak:.0f} MiB"
+    )
     sock.close()
     child.stop()
 

@@ -96,9 +96,11 @@ def test_non_loopback_without_password_file_is_refused(password_file: str) -> No
     with pytest.raises(ConfigError, match="--host 0.0.0.0.*--password-file"):
         PgServer(make_backend(), host="0.0.0.0", port=0)
     # with a password file it starts (and asks for passwords)
-    with PgServer(make_backend(), host="0.0.0.0", port=0, password_file=password_file) as server:
-        with pytest.raises(psycopg.OperationalError):
-            psycopg.connect(server.dsn(user="alice"), password="nope")
+    with (
+        PgServer(make_backend(), host="0.0.0.0", port=0, password_file=password_file) as server,
+        pytest.raises(psycopg.OperationalError),
+    ):
+        psycopg.connect(server.dsn(user="alice"), password="nope")
 
 
 def test_bad_password_file_names_the_line(tmp_path: Path) -> None:

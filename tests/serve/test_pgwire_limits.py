@@ -35,14 +35,16 @@ def test_max_connections() -> None:
 def test_result_size_limit_names_the_setting() -> None:
     big = pa.table({"s": ["x" * 100] * 50_000})
     limits = ServerLimits(max_result_bytes=1 << 20, batch_rows=1000)
-    with PgServer(FakeBackend({"big": big}), port=0, limits=limits) as server:
-        with psycopg.connect(server.dsn(), autocommit=True) as conn:
-            with pytest.raises(psycopg.Error) as e:
-                conn.execute("SELECT s FROM big").fetchall()
-            assert e.value.sqlstate == "54000"
-            assert "max_result_bytes=1048576" in str(e.value) and "narrow the query" in str(e.value)
-            # a narrower query fits
-            assert len(conn.execute("SELECT s FROM big WHERE s = 'y'").fetchall()) == 0
+    with (
+        PgServer(FakeBackend({"big": big}), port=0, limits=limits) as server,
+        psycopg.connect(server.dsn(), autocommit=True) as conn,
+    ):
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute("SELECT s FROM big").fetchall()
+        assert e.value.sqlstate == "54000"
+        assert "max_result_bytes=1048576" in str(e.value) and "narrow the query" in str(e.value)
+        # a narrower query fits
+        assert len(conn.execute("SELECT s FROM big WHERE s = 'y'").fetchall()) == 0
 
 
 def test_statement_size_limit() -> None:

@@ -115,11 +115,11 @@ def test_client_settings_set_and_show(server: PgServer) -> None:
 
 
 def test_server_side_cursor_of_a_select_fetches_in_parts(server: PgServer) -> None:
-    with psycopg.connect(server.dsn()) as conn:
-        with conn.cursor(name="c") as cur:  # DECLARE "c" CURSOR ... FOR SELECT; FETCH FORWARD n
-            cur.execute("SELECT i4 FROM typed")
-            assert cur.fetchmany(2) == [(7,), (-(2**31),)]
-            assert cur.fetchall() == [(None,)]
+    # DECLARE "c" CURSOR ... FOR SELECT, then FETCH FORWARD n FROM "c"
+    with psycopg.connect(server.dsn()) as conn, conn.cursor(name="c") as cur:
+        cur.execute("SELECT i4 FROM typed")
+        assert cur.fetchmany(2) == [(7,), (-(2**31),)]
+        assert cur.fetchall() == [(None,)]
 
 
 def test_portal_row_limit_asyncpg_cursor(server: PgServer) -> None:
@@ -172,15 +172,18 @@ def test_slow_statement_does_not_block_other_connections() -> None:
             return session
 
     backend = Slow({"slow": TYPED, "t": TYPED})
-    with PgServer(backend, port=0) as server:
-        with psycopg.connect(server.dsn()) as a, psycopg.connect(server.dsn()) as b:
-            done = []
-            t = threading.Thread(
-                target=lambda: done.append(a.execute("SELECT i4 FROM slow").fetchall())
-            )
-            t.start()
-            assert len(b.execute("SELECT i4 FROM t").fetchall()) == 3  # while a waits
-            assert not done
-            release.set()
-            t.join(30)
-            assert len(done[0]) == 3
+    with (
+        PgServer(backend, port=0) as server,
+        psycopg.connect(server.dsn()) as a,
+        psycopg.connect(server.dsn()) as b,
+    ):
+        done = []
+        t = threading.Thread(
+            target=lambda: done.append(a.execute("SELECT i4 FROM slow").fetchall())
+        )
+        t.start()
+        assert len(b.execute("SELECT i4 FROM t").fetchall()) == 3  # while a waits
+        assert not done
+        release.set()
+        t.join(30)
+        assert len(done[0]) == 3

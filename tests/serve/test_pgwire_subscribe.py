@@ -15,11 +15,14 @@ import time
 import psycopg
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sealtime.columns import consolidate
 from sealtime.serve.fake import FakeBackend
 from sealtime.serve.pgwire import PgServer, ServerLimits
 
+from ..conftest import examples
 from .conftest import VIEW
 
 
@@ -96,17 +99,19 @@ def test_declare_outside_a_transaction_is_refused(server: PgServer) -> None:
 
 
 def test_copy_subscribe_psycopg(server: PgServer, backend: FakeBackend) -> None:
-    with psycopg.connect(server.dsn(), autocommit=True) as conn:
-        with conn.cursor().copy("COPY (SUBSCRIBE v WITH (PROGRESS)) TO STDOUT") as copy:
-            copy.set_types(["numeric", "bool", "int8", "text", "int8"])
-            rows = copy.rows()
-            got = [next(rows) for _ in range(2)]
-            assert sorted(got[:1]) == _snapshot_rows(2999) and got[1][:2] == (3000, True)
-            backend.advance("v", _update("tab\tq", 5, 3300), 3400)
-            assert next(rows) == (3300, False, 1, "tab\tq", 5)
-            assert next(rows) == (3400, True, None, None, None)
-            backend.finish("v")
-            assert list(rows) == []  # COPY ends with the subscription
+    with (
+        psycopg.connect(server.dsn(), autocommit=True) as conn,
+        conn.cursor().copy("COPY (SUBSCRIBE v WITH (PROGRESS)) TO STDOUT") as copy,
+    ):
+        copy.set_types(["numeric", "bool", "int8", "text", "int8"])
+        rows = copy.rows()
+        got = [next(rows) for _ in range(2)]
+        assert sorted(got[:1]) == _snapshot_rows(2999) and got[1][:2] == (3000, True)
+        backend.advance("v", _update("tab\tq", 5, 3300), 3400)
+        assert next(rows) == (3300, False, 1, "tab\tq", 5)
+        assert next(rows) == (3400, True, None, None, None)
+        backend.finish("v")
+        assert list(rows) == []  # COPY ends with the subscription
 
 
 def test_psql_copy_streams_and_ctrl_c_cancels(
@@ -227,3 +232,58 @@ def test_stalled_subscriber_is_cut_and_memory_stays_bounded() -> None:
             pass
         assert b"fell behind at time" in received
         sock.close()
+
+
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+    batch_rows=st.integers(1, 64),
+    fetch=st.integers(1, 30),
+)
+@settings(max_examples=examples(30, 10), deadline=None)
+def test_received_rows_do_not_depend_on_slicing(
+    sizes: list[int], batch_rows: int, fetch: int
+) -> None:
+    """The same updates give the same rows, in the same order, through COPY and through
+    FETCH n, whatever the encoder's slice size and the FETCH size."""
+    backend = FakeBackend({"v": VIEW.slice(0, 0)}, {"v": 1})
+    updates, expected, t = [], [], 10
+    for i, size in enumerate(sizes):
+        # in the order a backend sends them (retractions first, then by row)
+        triples = sorted((1 if j % 3 else -1, f"k{i}\t{j}", j) for j in range(size))
+        rows = pa.table(
+            {
+                "k": [k for _, k, _ in triples],
+                "x": pa.array([x for _, _, x in triples], pa.int64()),
+                "_time": pa.array([t] * size, pa.int64()),
+                "_diff": pa.array([d for d, _, _ in triples], pa.int64()),
+            }
+        )
+        updates.append((rows, t + 1))
+        expected += [(t, False, d, k, x) for d, k, x in triples]
+        expected.append((t + 1, True, None, None, None))
+        t += 1
+    limits = ServerLimits(batch_rows=batch_rows)
+    with PgServer(backend, port=0, limits=limits) as server, psycopg.connect(server.dsn()) as conn:
+        cur = conn.cursor()
+        cur.execute("DECLARE c CURSOR FOR SUBSCRIBE v WITH (PROGRESS, SNAPSHOT false)")
+        with psycopg.connect(server.dsn(), autocommit=True) as other:
+            copy_cm = other.cursor().copy(
+                "COPY (SUBSCRIBE v WITH (PROGRESS, SNAPSHOT false)) TO STDOUT"
+            )
+            with copy_cm as copy:
+                copy.set_types(["numeric", "bool", "int8", "text", "int8"])
+                assert _eventually(lambda: len(backend.streams) == 2)
+                for rows, frontier in updates:
+                    backend.advance("v", rows, frontier)
+                backend.finish("v")
+                copied = [(int(r[0]), *r[1:]) for r in copy.rows()]
+        fetched = []
+        while True:
+            cur.execute(f"FETCH {fetch} c")
+            got = cur.fetchall()
+            if not got:
+                break
+            fetched += [(int(r[0]), *r[1:]) for r in got]
+    head = (1, True, None, None, None)  # the frontier when the subscription started
+    assert copied == [head, *expected]
+    assert fetched == [head, *expected]

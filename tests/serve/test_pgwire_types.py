@@ -10,13 +10,14 @@ import subprocess
 import asyncpg
 import psycopg
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealtime.serve.backend import PgType, pg_type
 from sealtime.serve.fake import FakeBackend
 from sealtime.serve.pgwire import PgServer
 
+from ..conftest import examples
 from .conftest import TYPED
 
 EXPECTED_OIDS = {
@@ -134,6 +135,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @given(column=values)
+@settings(max_examples=examples(60, 15), deadline=None)
 def test_any_values_round_trip_text_and_binary(column: pa.Array) -> None:
     """What the backend returns is what both formats deliver, value for value."""
     backend = FakeBackend({"t": pa.table({"c": column})})

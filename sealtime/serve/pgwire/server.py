@@ -1021,7 +1021,7 @@ class PgServer:
         self.credentials = load_password_file(password_file) if password_file else None
         self._sessions: dict[int, _Connection] = {}
         self._counts: dict[str, int] = {"connections": 0, "subscriptions": 0, "buffered_bytes": 0}
-        self._handshakes = 0
+        self._sockets = 0
         self._loop: asyncio.AbstractEventLoop = asyncio.new_event_loop()
         self._pool = ThreadPoolExecutor(
             self.limits.max_connections + 4, thread_name_prefix="pgwire"
@@ -1097,8 +1097,8 @@ class PgServer:
 
     # ------------------------------------------------------------------ internals
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._handshakes >= 2 * self.limits.max_connections:
-            writer.close()  # a flood of half-open connections: drop without a word
+        if self._sockets >= 2 * self.limits.max_connections:
+            writer.close()  # a flood of connections (most still in their handshake): drop
             return
         sock = writer.get_extra_info("socket")
         if sock is not None:  # small messages (a progress row) go out at once
@@ -1106,14 +1106,14 @@ class PgServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        self._handshakes += 1
+        self._sockets += 1
         conn = _Connection(self, reader, writer)
         try:
             await conn.run()
         except asyncio.CancelledError:
             pass
         finally:
-            self._handshakes -= 1
+            self._sockets -= 1
             self._tasks.discard(task)
 
     def _cancel(self, pid: int, secret: int) -> None:
