@@ -15,7 +15,7 @@ data       ``part-<tick>.parquet`` (copied rows)        `data_schema`: the sourc
                                                         ``_late`` (reason, null when the
                                                         row is not late), ``_offset``
 late       ``late-<tick>-<k>.parquet`` (sidecar of a    `LATE_SIDECAR_SCHEMA`: ``__row``,
-           linked entry)                                ``_time`` (the bound), ``reason``
+           linked entry)                                ``_time`` (binding), ``reason``
 errors     ``errors-<tick>.parquet``                    `ERRORS_SCHEMA`: ``raw``,
                                                         ``reason``, ``_time``, ``_diff``
 health     ``health-<tick>.parquet``                    `HEALTH_SCHEMA`: ``source``,
@@ -31,6 +31,12 @@ later read of the log scans the whole file for it.
 The outputs read back (`IngestLogReader.frame`): ``main`` (rows not late), ``late``
 (the source's columns + ``reason``), ``errors`` and ``health``.
 
+Two time domains share a data entry: its main rows are at their event times, its late
+rows at the binding time of the tick that logged them (as are errors and health rows:
+`sealtime.engine.timestamper`). An entry's ``min_time``/``max_time`` cover both — what
+log truncation and other readers that do not tell outputs apart may rely on — and
+`LogFile.bounds` gives each output's own bounds, which the reader prunes entries with.
+
 >>> import tempfile
 >>> d = tempfile.mkdtemp()
 >>> entries = LogEntries()
@@ -44,6 +50,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Container
 from dataclasses import dataclass, field
@@ -55,6 +62,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..columns import DIFF, LATE, OFFSET, TIME
+from ..errors import InternalError
 from ..sources.files import read_row_range
 from ..storage.fs import DataFS
 from ..storage.ownership import epoch_at, epoch_name
@@ -96,7 +104,7 @@ HEALTH_SCHEMA = pa.schema(
         (DIFF, pa.int64()),
     ]
 )
-#: the late rows of a linked entry: row index in the file, the bound it missed, reason
+#: the late rows of a linked entry: row index in the file, the binding time, reason
 LATE_SIDECAR_SCHEMA = pa.schema(
     [("__row", pa.int64()), (TIME, pa.int64()), ("reason", pa.string())]
 )
@@ -128,7 +136,7 @@ def log_schema(kind: str, source_schema: pa.Schema) -> pa.Schema:
         return fixed[kind]
     if kind in ("data", "main", "late"):
         return data_schema(source_schema)
-    raise ValueError(f"log kind {kind!r}: use 'data', 'errors', 'health' or 'late_sidecar'")
+    raise InternalError(f"log kind {kind!r}: use 'data', 'errors', 'health' or 'late_sidecar'")
 
 
 @dataclass
@@ -143,6 +151,10 @@ class LogFile:
     listed in the sidecar `late_path`. `late` counts the entry's late rows (-1: unknown);
     `offset` is the ``_offset`` of the entry's first row (also for copies). A tick that
     takes only part of a large file logs a copy of that part (`copies_range`).
+
+    ``min_time``/``max_time`` bound the times of all the entry's rows; `late_time` is
+    the time of its late rows (the binding time of its tick) and `main_min`/`main_max`
+    bound its main rows, when they differ (`bounds`).
 
     >>> LogFile("/l/part-1", 0, 9, 3).linked, LogFile("/l/src-a", 0, 9, 3, time_column="t").linked
     (False, True)
@@ -161,6 +173,35 @@ class LogFile:
     late_path: str = ""
     #: ingestion time: every row of a linked entry has this ``_time`` (no time column)
     fixed_time: int | None = None
+    #: the ``_time`` of the entry's late rows: its tick's binding time (None: no late
+    #: rows, or an entry of an older version, whose late rows lie in min..max_time)
+    late_time: int | None = None
+    #: bounds of the main (not late) rows when the entry has late rows (None: as
+    #: min_time/max_time)
+    main_min: int | None = None
+    main_max: int | None = None
+
+    def bounds(self, output: str) -> tuple[int, int] | None:
+        """The least and largest time of the entry's rows of `output` (``main``,
+        ``late``; any other output: all its rows), None when it has none.
+
+        >>> e = LogFile("/l/part-1", 5, 900, 3, late=1, late_time=900, main_min=5, main_max=7)
+        >>> e.bounds("main"), e.bounds("late"), e.bounds("errors")
+        ((5, 7), (900, 900), (5, 900))
+        >>> LogFile("/l/part-2", 900, 900, 2, late=2, late_time=900).bounds("main") is None
+        True
+        """
+        if output == "late":
+            if self.late == 0:
+                return None
+            if self.late_time is not None:
+                return self.late_time, self.late_time
+        elif output == "main" and self.late_time is not None:
+            if self.late == self.rows:
+                return None
+            if self.main_min is not None and self.main_max is not None:
+                return self.main_min, self.main_max
+        return self.min_time, self.max_time
 
     @property
     def key(self) -> tuple[str, int]:
@@ -246,7 +287,7 @@ class LinkedStamp:
     """
 
     links: tuple[tuple[str, int, int, int], ...]
-    times: np.ndarray  # stamped _time (a late row: the bound it missed)
+    times: np.ndarray  # stamped _time (a late row: the binding time)
     late: np.ndarray  # bool
     reason: pa.Array | None  # string per row (null when not late); None = none late
     fixed: int | None = None  # ingestion time: the binding time of every row
@@ -339,7 +380,11 @@ class IngestLogWriter:
         pq.write_table(table, self.fs.path(name), filesystem=self.fs.fs)
         t = table.column(TIME)
         min_time, max_time = pc.min(t).as_py(), pc.max(t).as_py()
-        entries.append(LogFile(path, min_time, max_time, table.num_rows, late=late, offset=offset))
+        entry = LogFile(path, min_time, max_time, table.num_rows, late=late, offset=offset)
+        if late > 0:
+            is_late = pc.is_valid(table.column(LATE))
+            entry = _split_bounds(entry, pc.filter(t, pc.invert(is_late)), pc.filter(t, is_late))
+        entries.append(entry)
 
     def _write_linked(self, tick: int, stamp: LinkedStamp) -> None:
         at = 0
@@ -382,22 +427,23 @@ class IngestLogWriter:
                 )
                 pq.write_table(sidecar, self.fs.path(late_name), filesystem=self.fs.fs)
                 self.fs.sync([late_name])  # the engine makes `path` durable; the sidecar is ours
-            self.entries.data.append(
-                LogFile(
-                    dest,
-                    int(times.min()),
-                    int(times.max()),
-                    n,
-                    late=n_late,
-                    time_column=stamp.time_column,
-                    fixed_time=stamp.fixed,
-                    first=first,
-                    end=end,
-                    file_rows=file_rows,
-                    offset=self.offset + at,
-                    late_path=late_path,
-                )
+            entry = LogFile(
+                dest,
+                int(times.min()),
+                int(times.max()),
+                n,
+                late=n_late,
+                time_column=stamp.time_column,
+                fixed_time=stamp.fixed,
+                first=first,
+                end=end,
+                file_rows=file_rows,
+                offset=self.offset + at,
+                late_path=late_path,
             )
+            if n_late:
+                entry = _split_bounds(entry, pa.array(times[~late]), pa.array(times[late]))
+            self.entries.data.append(entry)
             at += n
         self.offset += stamp.num_rows
 
@@ -462,9 +508,28 @@ def copies_range(rows: int, file_rows: int, event_time: bool = True) -> bool:
     return rows < file_rows and file_rows - rows > factor * rows
 
 
-def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:
-    """Do all of the entry's times lie in ``[lo, hi)``?"""
-    return entry.min_time >= lo and (hi is None or entry.max_time < hi)
+def _split_bounds(entry: LogFile, main: pa.Array, late: pa.Array) -> LogFile:
+    """`entry` with the bounds of its main and late rows apart (`LogFile.bounds`): its
+    late rows are all at one time, the binding time of the tick that logged them.
+
+    >>> e = _split_bounds(LogFile("/l/p", 5, 900, 3, late=1), pa.array([5, 7]), pa.array([900]))
+    >>> e.late_time, e.main_min, e.main_max
+    (900, 5, 7)
+    """
+    late_time = pc.min(late).as_py()
+    assert late_time == pc.max(late).as_py(), "late rows of one entry share their time"
+    if len(main) == 0:
+        return dataclasses.replace(entry, late_time=late_time)
+    lo, hi = pc.min(main).as_py(), pc.max(main).as_py()
+    return dataclasses.replace(entry, late_time=late_time, main_min=lo, main_max=hi)
+
+
+def _inside(entry: LogFile, lo: int, hi: int | None, output: str = "") -> bool:
+    """Do all of the entry's times (of `output`) lie in ``[lo, hi)``?"""
+    bounds = entry.bounds(output)
+    if bounds is None:
+        return True
+    return bounds[0] >= lo and (hi is None or bounds[1] < hi)
 
 
 #: Rows outside a tick's range (estimated) above which a range filter on event time is
@@ -479,18 +544,21 @@ def _inside(entry: LogFile, lo: int, hi: int | None) -> bool:
 PUSHDOWN_ROWS = 750_000
 
 
-def _rows_outside(entries: list[LogFile], lo: int, hi: int | None) -> float:
+def _rows_outside(entries: list[LogFile], lo: int, hi: int | None, output: str = "") -> float:
     """An estimate of the rows of `entries` with times outside ``[lo, hi)``, taking each
-    entry's times as spread evenly over ``[min_time, max_time]``.
+    entry's times (of `output`) as spread evenly over its `LogFile.bounds`.
 
     >>> _rows_outside([LogFile("/l/a", 0, 99, 100), LogFile("/l/b", 100, 199, 100)], 50, 150)
     100.0
     """
     out = 0.0
     for e in entries:
-        span = e.max_time - e.min_time + 1
-        a = max(lo, e.min_time)
-        b = e.max_time + 1 if hi is None else min(hi, e.max_time + 1)
+        bounds = e.bounds(output)
+        if bounds is None:
+            continue
+        span = bounds[1] - bounds[0] + 1
+        a = max(lo, bounds[0])
+        b = bounds[1] + 1 if hi is None else min(hi, bounds[1] + 1)
         out += e.rows * (1 - max(0, b - a) / span)
     return out
 
@@ -536,10 +604,11 @@ class IngestLogReader:
     ) -> list[LogFile]:
         """The entries that may hold updates of `output` at times in ``[lo, hi)``, but
         those whose `LogFile.key` is in `skip`."""
-        files = self.entries.of(output)
-        out = [f for f in files if f.max_time >= lo and (hi is None or f.min_time < hi)]
-        if output == "late":
-            out = [f for f in out if f.late != 0]
+        out = []
+        for f in self.entries.of(output):
+            bounds = f.bounds(output)
+            if bounds is not None and bounds[1] >= lo and (hi is None or bounds[0] < hi):
+                out.append(f)
         if skip:
             out = [f for f in out if f.key not in skip]
         return out
@@ -550,7 +619,7 @@ class IngestLogReader:
         entries = self.entries_for(output, lo, hi)
         if not entries:
             return None
-        top = max(f.max_time for f in entries)
+        top = max(b[1] for f in entries if (b := f.bounds(output)) is not None)
         return top if hi is None else min(top, hi - 1)
 
     def files_for(self, output: str, lo: int, hi: int | None) -> list[str]:
@@ -604,14 +673,14 @@ class IngestLogReader:
                 self._columns[key] = plan
             kept, projection = self._columns[key]
             df = projection.apply(df if kept is None else df.filter(kept))
-            parts.append((df, all(_inside(e, lo, hi) for e in copied_entries)))
+            parts.append((df, all(_inside(e, lo, hi, output) for e in copied_entries)))
         linked = [f for f in entries if f.linked]
         if linked:
             parts.extend(self._linked_frames(spark, output, linked, data, cols, lo, hi))
         # A frame whose entries' times all lie in [lo, hi) needs no filter (one Spark
         # operator less to plan and to run; most entries are inside their tick's range).
         # (SQL text: one JVM call, where building the Column costs several)
-        literal = _rows_outside(entries, lo, hi) > PUSHDOWN_ROWS
+        literal = _rows_outside(entries, lo, hi, output) > PUSHDOWN_ROWS
         cond = _range_condition(TIME, lo, hi, literal)
         out = None
         for df, exact in parts:
@@ -650,9 +719,10 @@ class IngestLogReader:
         self, spark, output: str, entries: list[LogFile], data, cols, lo: int, hi: int | None
     ) -> list:
         """Spark frames over linked entries: ``_time`` from the event-time column, ``_diff``
-        1; rows listed in an entry's late sidecar go to ``late`` (at their bound) instead
-        of ``main``. Whole files without late rows are read in one scan, without the row
-        index; the others with ``_metadata.row_index`` restricted to the entry's range."""
+        1; rows listed in an entry's late sidecar go to ``late`` (at the binding time of
+        their tick) instead of ``main``. Whole files without late rows are read in one
+        scan, without the row index; the others with ``_metadata.row_index`` restricted
+        to the entry's range."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -692,7 +762,7 @@ class IngestLogReader:
                 return df, False
             c = "`" + e.time_column.replace("`", "``") + "`"
             typ = self.source_schema.field(e.time_column).type
-            if _rows_outside(group, lo, hi) <= PUSHDOWN_ROWS:
+            if _rows_outside(group, lo, hi, "main") <= PUSHDOWN_ROWS:
                 if pa.types.is_timestamp(typ):
                     stamped = f"unix_millis({c})"
                 elif pa.types.is_integer(typ):
@@ -733,7 +803,7 @@ class IngestLogReader:
                 by_stamp.setdefault(e.fixed_time, []).append(e)
             for group in by_stamp.values():
                 df = scan.read(spark, [e.path for e in group])
-                exact = all(_inside(e, lo, hi) for e in group)
+                exact = all(_inside(e, lo, hi, "main") for e in group)
                 if not exact:
                     df, exact = in_range(group, df)
                 if group[0].fixed_time is None:
@@ -763,9 +833,11 @@ class IngestLogReader:
                 if late is not None:
                     df = df.join(F.broadcast(late.select("__row")), "__row", "left_anti")
                 stamped = self._data(data).apply(df, event_time(e), one)
-                parts.append((stamped, _inside(e, lo, hi)))
+                parts.append((stamped, _inside(e, lo, hi, "main")))
             else:
                 assert late is not None  # (only entries with late rows hold "late" rows)
                 df = df.join(F.broadcast(late), "__row", "inner")
-                parts.append((self._columns["late data"].apply(df, one), _inside(e, lo, hi)))
+                parts.append(
+                    (self._columns["late data"].apply(df, one), _inside(e, lo, hi, "late"))
+                )
         return parts

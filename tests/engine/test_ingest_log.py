@@ -19,6 +19,7 @@ from sealtime.engine import ingest_log
 from sealtime.engine.ingest import LogFile, SourceRuntime, unreferenced_paths
 from sealtime.sources.files import Files, LinkedBatch
 from sealtime.sources.generator import Generator
+from sealtime.time.order import MIN_TIME
 
 GEN = {"seed": 3, "rate": 1000, "out_of_order": "2s", "late_fraction": 0.01, "late_by": "30s"}
 
@@ -66,7 +67,9 @@ def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeyp
             SourceRuntime, "_read_batch", lambda self, _into_time: self.reader.read(self.max_rows)
         )
     src = bids_files(directory, max_rows or 1_000_000, fmt)
-    flow = make_flow()
+    # A fixed ticker's clock: the binding times are NOW, NOW + 1, ... in every run, so the
+    # late rows (stamped at their tick's binding time) compare equal across runs.
+    flow = make_flow(clock=lambda: NOW / 1000)
     bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
     per_window = bids.window(st.Tumbling("10s")).aggregate(n=st.count(), hi=st.max("price"))
     late = bids.late
@@ -82,7 +85,16 @@ def _rows(table: pa.Table) -> list:
 
 
 def _results(bids, per_window, late):
-    return _rows(bids.updates()), _rows(per_window.updates()), _rows(late.updates())
+    """Source updates, windows and late rows; a late row without its `_time`, which is
+    the binding time of the tick that read it (runs that read in other ticks differ)."""
+    late_rows = late.updates().drop_columns(["_time"])
+    return _rows(bids.updates()), _rows(per_window.updates()), _rows(late_rows)
+
+
+def _late_at_binding_times(flow, late) -> bool:
+    """Is every late row stamped at a binding time of the run?"""
+    binding_times = {b["into_time"] for b in flow.bindings}
+    return set(late.updates().column("_time").to_pylist()) <= binding_times
 
 
 @pytest.mark.parametrize(
@@ -98,7 +110,7 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, parts,
         monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR", 1e18 if parts == "linked" else 0.0)
     d = str(tmp_path / "in")
     _write_parquet(d)
-    _, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
+    linked_flow, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
     _, copied_rt, *copied = _run(
         make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch
     )
@@ -116,14 +128,17 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, parts,
     a, b = _results(*linked), _results(*copied)
     assert a[0] == b[0] and len(a[0]) > 0  # source updates
     assert a[1] == b[1]  # windows
-    assert a[2] == b[2] and len(a[2]) > 10  # late rows: same rows, times and reasons
+    assert a[2] == b[2] and len(a[2]) > 10  # late rows: same rows and reasons
+    # ... and times: both runs read in the same ticks, at the same binding times
+    assert _rows(linked[2].updates()) == _rows(copied[2].updates())
+    assert _late_at_binding_times(linked_flow, linked[2])
     assert linked_rt.late_count == copied_rt.late_count == len(a[2])
-    # The log stays inside the log dir; sidecars only where there are late rows.
+    # The log stays inside the writer's log dir; sidecars only where there are late rows.
     for f in linked_rt.files:
-        assert os.path.dirname(f.path) == linked_rt.log_dir
+        assert os.path.dirname(f.path) == linked_rt.writer.log_dir
         assert (f.late_path != "") == (f.linked and f.late > 0)
         if f.late_path:
-            assert os.path.dirname(f.late_path) == linked_rt.log_dir
+            assert os.path.dirname(f.late_path) == linked_rt.writer.log_dir
     if max_rows is not None and parts == "linked":  # ranges of one file over several ticks
         paths = [f.path for f in linked_rt.files]
         assert len(set(paths)) < len(paths)
@@ -391,3 +406,87 @@ def test_event_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch)
     literal_codes, literal_rows = _event_time_ticks(make_flow, d, monkeypatch)
     assert literal_codes[1] != literal_codes[2]
     assert rows == literal_rows and len(rows) == 2400
+
+
+# --------------------------------------------------------------------------- two time domains
+
+T = 1_436_918_400_000  # event times: 2015-07-15
+NOW = 1_790_000_000_000  # the tick's binding time: 2026
+YEAR_9999 = 253402300799000
+
+
+def _ingest_one_tick(tmp_path, fmt: str, times: list[int | None]) -> SourceRuntime:
+    """One tick of a source over one file with these event times (lateness 0, max_future
+    1 h), logged at binding time NOW."""
+    d = tmp_path / "in"
+    d.mkdir()
+    table = pa.table({"k": list(range(len(times))), "ts": pa.array(times, pa.int64())})
+    if fmt == "parquet":
+        pq.write_table(table, d / "a.parquet")
+    else:
+        with open(d / "a.jsonl", "w") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in table.to_pylist())
+    src = Files(str(d), format=fmt, schema=table.schema, finite=False, settle=0)
+    rt = SourceRuntime(
+        "s", src, str(tmp_path / "log"), time_column="ts", lateness=0, max_future=3_600_000
+    )
+    rt.ingest(tick=1, into_time=NOW)
+    return rt
+
+
+def _late_rows(entry: LogFile) -> list[dict]:
+    """The late rows of a log entry as (k or row index, _time), read with pyarrow."""
+    if entry.linked:
+        side = pq.read_table(entry.late_path)
+        return [{"row": r["__row"], "_time": r["_time"]} for r in side.to_pylist()]
+    rows = pq.read_table(entry.path).to_pylist()
+    return [{"row": r["k"], "_time": r["_time"]} for r in rows if r["_late"] is not None]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_far_future_rows_are_errors_and_side_outputs_are_at_the_binding_time(tmp_path, fmt):
+    """A year-9999 record and a null time go to `errors`, stamped at the binding time
+    with their reasons, and move neither `max_seen` nor the frontier; a late record is
+    stamped at the binding time too (not at an event time)."""
+    times = [T, T + 5, YEAR_9999, T - 1_000, T + 9, None]
+    rt = _ingest_one_tick(tmp_path, fmt, times)
+    assert rt.stamper.max_seen == T + 9 and rt.frontier == T + 9
+    (errors,) = rt.error_files
+    rows = pq.read_table(errors.path).to_pylist()
+    assert [json.loads(r["raw"])["k"] for r in rows] == [2, 5]
+    assert all(r["_time"] == NOW for r in rows) and errors.bounds("errors") == (NOW, NOW)
+    assert "max_future=3600000" in rows[0]["reason"] and "9999-12-31" in rows[0]["reason"]
+    assert rows[1]["reason"] == "event time column 'ts' is null"
+    (health,) = rt.health_files
+    assert health.min_time == health.max_time == NOW
+    (data,) = rt.files  # (a file with refused rows is copied, never linked)
+    assert not data.linked and data.rows == 4 and data.late == 1
+    assert _late_rows(data) == [{"row": 3, "_time": NOW}]
+    # Bounds per output, and bounds over both domains for whoever cannot tell them apart.
+    assert data.bounds("main") == (T, T + 9) and data.bounds("late") == (NOW, NOW)
+    assert (data.min_time, data.max_time) == (T, NOW)
+    assert rt.log.entries_for("main", T + 10, NOW) == []
+    assert rt.log.entries_for("late", NOW, NOW + 1) == [data]
+    assert rt.log.entries_for("late", T, NOW) == []
+    assert rt.log.max_time("main", T, None) == T + 9
+    assert rt.log.max_time("late", MIN_TIME, None) == NOW
+
+
+def test_a_linked_entry_lists_its_late_rows_at_the_binding_time(tmp_path):
+    rt = _ingest_one_tick(tmp_path, "parquet", [T, T + 5, T - 1_000, T + 9])
+    (data,) = rt.files
+    assert data.linked and data.late == 1 and data.late_time == NOW
+    assert _late_rows(data) == [{"row": 2, "_time": NOW}]
+    assert data.bounds("main") == (T, T + 9) and data.bounds("late") == (NOW, NOW)
+    assert (data.min_time, data.max_time) == (T, NOW)
+
+
+def test_bounds_of_entries_without_late_rows_or_written_before():
+    """An entry without late rows has one domain; one of an older version (no late_time)
+    keeps the bounds it has for every output (its late rows lie in them)."""
+    plain = LogFile("/l/part-1", 5, 9, 3, late=0)
+    assert plain.bounds("main") == (5, 9) and plain.bounds("late") is None
+    old = LogFile("/l/part-2", 5, 9, 3, late=1)
+    assert old.bounds("main") == (5, 9) and old.bounds("late") == (5, 9)
+    only_late = LogFile("/l/part-3", 7, 7, 2, late=2, late_time=7)
+    assert only_late.bounds("main") is None and only_late.bounds("late") == (7, 7)
