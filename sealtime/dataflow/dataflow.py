@@ -132,6 +132,7 @@ class Dataflow:
         record: bool = True,
         checkpoint_every: int | None = 50,
         truncate_log: bool = True,
+        live: bool = False,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ConfigError("Dataflow(name) must be a non-empty string")
@@ -191,6 +192,14 @@ class Dataflow:
         self._catalog_server: Any = None  # its CatalogServer, started by the first publish
         self._engine = None
         self._time_reset: Collection | None = None  # `time_reset`, on first use
+        #: the graph may change while the dataflow runs (views added and dropped)
+        self.live = bool(live)
+        self._next_id = 0
+        #: (live) each shareable node by its structure: an equal one is computed once
+        self._by_structure: dict[str, PlanNode] = {}
+        #: (live, running) nodes and sinks added since the engine last took them
+        self._pending_nodes: list[PlanNode] = []
+        self._pending_sinks: list[SinkEdge] = []
 
     # ------------------------------------------------------------------ building
     def source(
@@ -216,8 +225,7 @@ class Dataflow:
 
         >>> # flow.source("s", src, time="ts", lateness="4s", idle_timeout="5s")
         """
-        if self._engine is not None:
-            raise StateError("Dataflow: add sources before the first run()")
+        self._check_can_change("the sources")
         if any(isinstance(n, Source) and n.name == name for n in self._nodes):
             raise PlanError(f"Dataflow: a source named {name!r} exists already")
         if not isinstance(source, Connector):
@@ -342,7 +350,7 @@ class Dataflow:
         >>> [n.kind for n in added], len(t.flow.nodes) == 4
         (['distinct'], True)
         """
-        n = len(self._nodes)
+        n, next_id, pending = len(self._nodes), self._next_id, len(self._pending_nodes)
         added: list[PlanNode] = []
         scratch, self._scratch = self._scratch, self._scratch or not keep
         kept = False
@@ -353,19 +361,38 @@ class Dataflow:
             self._scratch = scratch
             added.extend(self._nodes[n:])
             if not kept:
+                for node in self._nodes[n:]:
+                    self._by_structure.pop(node.structure, None)
                 del self._nodes[n:]
+                del self._pending_nodes[pending:]
+                self._next_id = next_id
 
     def _add(self, kind: type[PlanNode], **fields: Any) -> Collection:
-        """Add a node of type `kind` (its id: its position) and return its collection."""
-        if self._engine is not None and not self._scratch:
-            raise StateError("Dataflow: the graph cannot change after the first run()")
-        node = kind(id=len(self._nodes), **fields)
+        """Add a node of type `kind` (ids count up: inputs come first) and return its
+        collection. In a live dataflow a node equal to one already there (same
+        `structure`) is not added: the existing one is returned, computed once."""
+        self._check_can_change("the graph")
+        node = kind(id=self._next_id, **fields)
+        if self.live and node.shareable:
+            same = self._by_structure.get(node.structure)
+            if same is not None:
+                return Collection(self, same)
+            self._by_structure[node.structure] = node
+        self._next_id += 1
         self._nodes.append(node)
+        if self._engine is not None and not self._scratch:
+            self._pending_nodes.append(node)
         return Collection(self, node)
 
+    def _check_can_change(self, what: str) -> None:
+        if self._engine is not None and not self._scratch and not self.live:
+            raise StateError(
+                f"Dataflow: {what} cannot change after the first run(); build it with "
+                "Dataflow(live=True) to add and drop views while it runs"
+            )
+
     def _add_sink(self, node: PlanNode, sink: Any) -> None:
-        if self._engine is not None:
-            raise StateError("Dataflow: add sinks before the first run()")
+        self._check_can_change("the sinks")
         if not isinstance(sink, Sink):
             raise TypeError(
                 f"sink(): expected a sealtime sink (st.sinks.*, or a subclass of "
@@ -382,6 +409,8 @@ class Dataflow:
             owner=self,
         )
         self._sinks.append(SinkEdge(node, sink))
+        if self._engine is not None:
+            self._pending_sinks.append(SinkEdge(node, sink))
 
     def _add_publication(self, node: PlanNode, topic: str, options: dict[str, Any]) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -389,8 +418,7 @@ class Dataflow:
         from ..pubsub.catalog import CATALOG_TOPIC
         from ..sinks.publish import Publish
 
-        if self._engine is not None:
-            raise StateError("Dataflow: publish before the first run()")
+        self._check_can_change("the publications")
         if topic in self.publications or topic == CATALOG_TOPIC:
             raise PlanError(
                 f"publish({topic!r}): the topic is published already (or reserved); "
@@ -544,6 +572,7 @@ class Dataflow:
         while True:
             if ticks is not None and len(reports) >= ticks:
                 break
+            self._apply()
             if ticks is None and not forever and engine.finished():
                 break
             # Does another tick follow at once? Then this one may read ahead (mint the
@@ -563,6 +592,49 @@ class Dataflow:
                 if delay > 0:
                     self._sleep(delay)
         return reports
+
+    def _apply(self) -> None:
+        """Hand the engine what was added since its last tick (a live dataflow)."""
+        if self._engine is not None and (self._pending_nodes or self._pending_sinks):
+            nodes, sinks = self._pending_nodes, self._pending_sinks
+            self._pending_nodes, self._pending_sinks = [], []
+            self._engine.extend(nodes, sinks)
+
+    def drop(self, *outputs: Collection | Any) -> list[PlanNode]:
+        """Drop collections and sinks from a live dataflow, between ticks: the sinks
+        given, and every node that nothing kept needs any more — kept are the sources
+        and their side outputs, the views registered by `create_view`, every sink's
+        collection, and whatever those read. Returns the nodes dropped (their state goes
+        with them). A `Collection` given is unregistered if it is a view; callers check
+        dependents first (`sealtime.serve` refuses a DROP with dependents unless
+        CASCADE).
+
+        >>> # flow.drop(flow.sql_views["v"].collection)
+        """
+        self._check_can_change("the graph")
+        nodes = {o.node.id for o in outputs if isinstance(o, Collection)}
+        sinks = {id(o) for o in outputs if not isinstance(o, Collection)}
+        for key, table in list(self.sql_views.items()):
+            if table.collection.node.id in nodes:
+                del self.sql_views[key]
+        dropped_sinks = [e.sink for e in self._sinks if id(e.sink) in sinks]
+        self._sinks = [e for e in self._sinks if id(e.sink) not in sinks]
+        self._pending_sinks = [e for e in self._pending_sinks if id(e.sink) not in sinks]
+        keep = {n.id for n in self._nodes if isinstance(n, (Source, SourceOutput))}
+        keep |= {t.collection.node.id for t in self.sql_views.values()}
+        keep |= {e.node.id for e in self._sinks}
+        keep = self.compile().upstream(keep)
+        gone = [n for n in self._nodes if n.id not in keep]
+        gone_ids = {n.id for n in gone}
+        self._nodes = [n for n in self._nodes if n.id not in gone_ids]
+        self._pending_nodes = [n for n in self._pending_nodes if n.id not in gone_ids]
+        for node in gone:
+            self._by_structure.pop(node.structure, None)
+        for sink in dropped_sinks:
+            sink.close()
+        if self._engine is not None:
+            self._engine.shrink(gone_ids, dropped_sinks)
+        return gone
 
     def _is_due(self, at: float) -> bool:
         """Has the ticker's clock reached `at` (a paced run is behind schedule)?"""

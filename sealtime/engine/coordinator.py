@@ -36,7 +36,7 @@ from ..arrangement.counters import KernelCounters
 from ..errors import ConfigError
 from ..failpoints import failpoint
 from ..operators import Env, Operator, SharedArrangements, build, kernel_tasks
-from ..plan import GRAPH_NAMESPACE, Plan, PlanNode, Source, SourceOutput
+from ..plan import GRAPH_NAMESPACE, Plan, PlanNode, SinkEdge, Source, SourceOutput
 from ..spark.session import import_short_names
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
@@ -47,6 +47,7 @@ from .checkpoint import remove
 from .commits import SinkStage, durable_upper
 from .dataplane import Dataplane, StepResult
 from .frontiers import FrontierTracker, f_min, output_frontier
+from .hydration import Hydrations
 from .ingest import SourceRuntime
 from .remap import Remap
 from .replay import ReplayPlan, ReplayState, restamped
@@ -58,7 +59,10 @@ from .snapshot import (
 from .stats import OperatorStats, operator_stats
 from .traces import Traces
 
-__all__ = ["ROUTING_CONF", "Engine", "OperatorStats", "TickReport"]
+__all__ = ["HYDRATION_IDS", "ROUTING_CONF", "Engine", "OperatorStats", "TickReport"]
+
+#: the ids of hydrating copies start here (plan ids stay below it)
+HYDRATION_IDS = 1 << 40
 
 #: Spark settings the engine needs (set on the session it runs on)
 ROUTING_CONF = {
@@ -160,8 +164,17 @@ class Engine:
         )
         # (the resumption frontier: where readers open, what upstream counts as acknowledged)
         acked = self.log.resumption(durable_upper(plan))
-        self.sources = self._open_sources(stored, acked)
-        self.ops = self._build_operators()
+        #: the live plan's nodes and sinks (`plan` also runs the hydrating copies)
+        self.live_nodes: list[PlanNode] = list(plan.nodes)
+        self.live_sinks: list[SinkEdge] = list(plan.sinks)
+        self.hydrations = Hydrations(first_id=HYDRATION_IDS)
+        self.sources = self._open_sources(plan.sources(), stored, acked)
+        #: the ingest log each source or side-output node reads (hydrating copies too)
+        self.log_readers: dict[int, SourceRuntime] = dict(self.sources)
+        self.arrangements = SharedArrangements()
+        #: what kernel tasks report (rows, state rows, time) through an accumulator
+        self.counters = KernelCounters(spark.sparkContext)
+        self.ops: dict[int, Operator[Any]] = self._build_operators(plan.nodes)
         self.sinks = SinkStage(plan, self.sources, self.ops, spark)
         self.dataplane = Dataplane(
             plan,
@@ -199,15 +212,15 @@ class Engine:
             self.dataplane.start_empty()
 
     def _open_sources(
-        self, stored: list[Binding], acked: dict[str, Any]
+        self, nodes: Sequence[Source], stored: list[Binding], acked: dict[str, Any]
     ) -> dict[int, SourceRuntime]:
-        """Every source's runtime, resumed from the stored bindings (the log entries a
-        checkpoint did not truncate, the last position), readers opened after the
-        acknowledged position `acked` — or, in a replay, at the recorded binding times."""
+        """The runtimes of source `nodes`, resumed from the stored bindings (the log
+        entries a checkpoint did not truncate, the last position), readers opened after
+        the acknowledged position `acked` — or, in a replay, at the recorded times."""
         restored = restore_point(stored, self.store.kv_get(TRUNCATION, self.config.name, {}))
         replaying = self.replay.replaying(stored[-1].tick if stored else 0)
         out: dict[int, SourceRuntime] = {}
-        for node in self.plan.sources():
+        for node in nodes:
             runtime = SourceRuntime(
                 name=node.name,
                 source=node.source,
@@ -227,26 +240,105 @@ class Engine:
             out[node.id] = runtime
         return out
 
-    def _build_operators(self) -> dict[int, Operator[Any]]:
-        shared = SharedArrangements()
+    def _build_operators(self, nodes: Sequence[PlanNode]) -> dict[int, Operator[Any]]:
+        """The runtime operators of `nodes`; a hydrating copy keeps its state apart."""
         tasks = kernel_tasks(self.spark.sparkContext.master, self.partitions)
-        #: what kernel tasks report (rows, state rows, time) through an accumulator
-        self.counters = KernelCounters(self.spark.sparkContext)
-        return {
-            node.id: build(
-                node,
-                Env(
-                    spark=self.spark,
-                    state_dir=self.data_fs.join("state", f"n{node.id:04d}-{node.kind}"),
-                    partitions=self.partitions,
-                    sources=self.sources,
-                    arrangements=shared,
-                    tasks=tasks,
-                    counters=self.counters,
-                ),
+        out = {}
+        for node in nodes:
+            if node.id >= HYDRATION_IDS:
+                state_dir = self.data_fs.join("state", "hydrating", f"n{node.id}")
+            else:
+                state_dir = self.data_fs.join("state", f"n{node.id:04d}-{node.kind}")
+            env = Env(
+                spark=self.spark,
+                state_dir=state_dir,
+                partitions=self.partitions,
+                sources=self.log_readers,
+                arrangements=self.arrangements,
+                tasks=tasks,
+                counters=self.counters,
             )
-            for node in self.plan.nodes
-        }
+            out[node.id] = build(node, env)
+        return out
+
+    # ------------------------------------------------------------------ a changing plan
+    def extend(self, nodes: Sequence[PlanNode], sinks: Sequence[SinkEdge] = ()) -> None:
+        """Add `nodes` (topological order, reading live nodes or each other) and
+        `sinks` between ticks. New sources and their side outputs go live at once (they
+        have no history); every other new node hydrates first (`sealtime.engine.hydration`)
+        and joins the live ticks once it has caught up."""
+        roots = [n for n in nodes if isinstance(n, (Source, SourceOutput))]
+        rest = [n for n in nodes if not isinstance(n, (Source, SourceOutput))]
+        root_ids = {n.id for n in roots}
+        new_sources = [n for n in roots if isinstance(n, Source)]
+        opened = self._open_sources(new_sources, [], {})
+        self.sources.update(opened)
+        self.log_readers.update(opened)
+        self.live_nodes += roots
+        self.ops.update(self._build_operators(roots))
+        self.live_sinks += [e for e in sinks if e.node.id in root_ids]
+        if rest:
+            live = {n.id: n for n in self.live_nodes}
+            group = self.hydrations.begin(
+                rest, [e for e in sinks if e.node.id not in root_ids], live
+            )
+            for copy in group.physical:
+                if copy.id in group.copies and isinstance(copy, Source):
+                    self.log_readers[copy.id] = self.sources[group.copies[copy.id]]
+            self.ops.update(self._build_operators(group.physical))
+        self._replan()
+
+    def shrink(self, node_ids: set[int], sinks: Sequence[Any] = ()) -> None:
+        """Remove the nodes `node_ids` and the sink objects `sinks` between ticks (a
+        hydrating group that loses a node is dropped whole): their operators' state and
+        the side effects of dropped sources go (the ingest log of a dropped source is
+        deleted)."""
+        dropped_sinks = {id(s) for s in sinks}
+        for group in list(self.hydrations.groups):
+            if node_ids & set(group.new):
+                self.hydrations.groups.remove(group)
+                node_ids |= {n.id for n in group.physical}
+        self.live_nodes = [n for n in self.live_nodes if n.id not in node_ids]
+        self.live_sinks = [e for e in self.live_sinks if id(e.sink) not in dropped_sinks]
+        for nid in node_ids:
+            self._forget(nid)
+            runtime = self.sources.pop(nid, None)
+            if runtime is not None:
+                runtime.close()
+        self._replan()
+
+    def _forget(self, nid: int) -> None:
+        """Drop node `nid`'s operator and the durable state under its directory."""
+        op = self.ops.pop(nid, None)
+        self.log_readers.pop(nid, None)
+        rel = self.data_fs.rel(op.env.state_dir) if op is not None else None
+        if rel:  # (never the data dir itself)
+            self.data_fs.delete_dir(rel)
+
+    def _replan(self) -> None:
+        """Run the live nodes and every hydrating group's copies from the next tick."""
+        nodes = [*self.live_nodes, *self.hydrations.nodes()]
+        sinks = [*self.live_sinks, *self.hydrations.sinks()]
+        self.plan = plan = Plan(tuple(nodes), tuple(sinks), self.config)
+        self.tracker = FrontierTracker(plan.graph())
+        self.sinks.retarget(plan)
+        self.dataplane.retarget(
+            plan, frame_sinks=self.sinks.frame_nodes, ahead=self.sinks.ahead_nodes
+        )
+        self.retention.plan = plan
+
+    def _merge_hydrated(self) -> bool:
+        """Groups that caught up join the live plan: copies dropped, new nodes wired to
+        the live nodes. Returns whether any did."""
+        finished = self.hydrations.finished(self.bindings)
+        for group in finished:
+            for nid in group.copies:
+                self._forget(nid)
+            self.live_nodes += list(group.new.values())
+            self.live_sinks += group.live_sinks
+        if finished:
+            self._replan()
+        return bool(finished)
 
     # ------------------------------------------------------------------ replay
     @property
@@ -293,8 +385,9 @@ class Engine:
             self._read_ahead(result)
         self.sinks.commit(result, self.tick_no)
         self.dataplane.run_unread(result)
+        stats = self._operator_stats(result, binding)
         self._end_tick(result, pinned)
-        frontier = f_min(frontiers[n.id] for n in self.plan.nodes) if self.plan.nodes else None
+        frontier = f_min(frontiers[n.id] for n in self.live_nodes) if self.live_nodes else None
         # Reported ranges say "nothing sealed before" as None, not as the internal minimum.
         sealed = {n: (None if lo <= MIN_TIME else lo, hi) for n, (lo, hi) in result.sealed.items()}
         report = TickReport(
@@ -304,7 +397,7 @@ class Engine:
             sum(p.rows for p in binding.sources.values()),
             _time.perf_counter() - started,
             sealed,
-            self._operator_stats(result, binding),
+            stats,
         )
         for observe in self.observers:
             observe(self, report)
@@ -312,9 +405,10 @@ class Engine:
 
     def _root_frontiers(self, binding: Binding) -> dict[int, int | None]:
         """The frontier of every root of the plan after `binding`: a source's own; a
-        side output's follows the source's binding times (docs/time.md)."""
-        out: dict[int, int | None] = {}
-        for node in self.plan.nodes:
+        side output's follows the source's binding times (docs/time.md); a hydrating
+        copy's is where its slice of the recorded bindings has brought it."""
+        out: dict[int, int | None] = self.hydrations.root_frontiers(self.bindings)
+        for node in self.live_nodes:
             if isinstance(node, Source):
                 out[node.id] = self.sources[node.id].frontier
             elif isinstance(node, SourceOutput):
@@ -333,7 +427,9 @@ class Engine:
         for nid in result.stepped:
             self.ops[nid].after_tick(pinned)
         self.remap.acknowledge(self.tick_no, self.sinks.durable_upper)
-        if pinned:
+        merged = self._merge_hydrated()
+        # (a checkpoint never holds a hydrating copy; one follows each merge at once)
+        if (pinned or (merged and self.config.checkpoint_every)) and not self.hydrations.active:
             self.checkpoint()
 
     def _read_ahead(self, result: StepResult) -> None:

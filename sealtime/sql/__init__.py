@@ -61,7 +61,10 @@ def _atomic(flow: Dataflow, *, keep: bool = True) -> Iterator[list[Any]]:
             flow.sql_views.update(registry)
 
 
-def _translate(flow: Dataflow, text: str | Parsed) -> tuple[Collection, str | None]:
+def _translate(
+    flow: Dataflow, text: str | Parsed
+) -> tuple[Collection, str | None, frozenset[str]]:
+    """The collection `text` defines, its time column, and the tables it reads."""
     from .translate import Translator, col_ref
 
     parsed = parse(text) if isinstance(text, str) else text
@@ -81,13 +84,16 @@ def _translate(flow: Dataflow, text: str | Parsed) -> tuple[Collection, str | No
     time = next((f.name for f in rel.visible if f.physical == rel.time_column), None)
     if coll.columns != names or [f.physical for f in rel.visible] != names:
         coll = coll.select(*[col_ref(f.physical).alias(f.name) for f in rel.visible])
-    return coll, time
+    return coll, time, frozenset(tr.reads)
 
 
 def sql(flow: Dataflow, text: str) -> Collection:
     """The collection a query defines over `flow`'s sources and views."""
-    if flow.started:
-        raise StateError("sql(): views must be defined before the first run()")
+    if flow.started and not flow.live:
+        raise StateError(
+            "sql(): views must be defined before the first run() (or build the dataflow "
+            "with Dataflow(live=True))"
+        )
     with _atomic(flow):
         return _translate(flow, text)[0]
 
@@ -104,8 +110,11 @@ def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection
         raise ConfigError(
             f"create_view(name={name!r}): a view name is an identifier (letters, digits, _)"
         )
-    if flow.started:
-        raise StateError("create_view(): views must be defined before the first run()")
+    if flow.started and not flow.live:
+        raise StateError(
+            "create_view(): views must be defined before the first run() (or build the "
+            "dataflow with Dataflow(live=True))"
+        )
     if catalog.lookup(flow, name) is not None:
         raise PlanError(
             f"create_view({name!r}): a source or view with that name exists already "
@@ -117,10 +126,10 @@ def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection
                 raise PlanError(
                     f"create_view({name!r}): the collection belongs to another dataflow"
                 )
-            coll, time = text, None
+            coll, time, reads = text, None, frozenset()
         else:
-            coll, time = _translate(flow, text)
-        catalog.register(flow, name, coll, time)
+            coll, time, reads = _translate(flow, text)
+        catalog.register(flow, name, coll, time, reads)
     return coll
 
 

@@ -33,6 +33,8 @@ class Table:
     name: str
     collection: Collection
     time_column: str | None = None
+    #: the tables its query reads (a view's dependencies), by name
+    reads: frozenset[str] = frozenset()
 
 
 def _registry(flow: Dataflow) -> dict[str, Table]:
@@ -56,7 +58,13 @@ def _subsources(table: Table) -> list[str]:
     return list((node.source.subsources or {}) if isinstance(node, Source) else ())
 
 
-def register(flow: Dataflow, name: str, collection: Collection, time_column: str | None) -> None:
+def register(
+    flow: Dataflow,
+    name: str,
+    collection: Collection,
+    time_column: str | None,
+    reads: frozenset[str] = frozenset(),
+) -> None:
     """Register a view; a name already used by a source or view is refused."""
     key = name.lower()
     if key in _registry(flow) or key in _sources(flow):
@@ -64,7 +72,7 @@ def register(flow: Dataflow, name: str, collection: Collection, time_column: str
             f"create_view({name!r}): a source or view with that name exists already "
             "(table names are case-insensitive)"
         )
-    _registry(flow)[key] = Table(name, collection, time_column)
+    _registry(flow)[key] = Table(name, collection, time_column, reads)
 
 
 def lookup(flow: Dataflow, name: str, db: str | None = None) -> Table | None:

@@ -126,6 +126,8 @@ class Translator:
     flow: Dataflow
     parsed: Parsed
     scopes: list[dict[str, CteScope]] = field(default_factory=list)
+    #: the tables (sources, subsources, views) the query reads, by their names
+    reads: set[str] = field(default_factory=set)
     _counter: int = 0
 
     # ------------------------------------------------------------------ helpers
@@ -584,6 +586,7 @@ class Translator:
                 node,
                 fallback=node,
             )
+        self.reads.add(table.name)
         col = table.collection
         fields = [Field(c, c, table.name) for c in col.columns]
         return Relation(col, fields, time_column=table.time_column)
