@@ -449,16 +449,21 @@ def _isolate(
     >>> _isolate(status, reasons, attempt), status.tolist(), reasons
     ([(0, 1), (3, 4)], [1, 0, 0, 1], {2: 'no', 1: 'odd'})
     """
-    wanted = np.concatenate(([0], np.cumsum(status == OK)))
-    known_bad = np.concatenate(([0], np.cumsum(status == BAD)))
+    # Counts of OK and BAD records before each index (not needed when all are OK: then a
+    # range [lo, hi) holds hi - lo OK records). Statuses change only inside ranges done
+    # with, so the counts stay right for the ranges still to do.
+    wanted = known_bad = None
+    if not (status == OK).all():
+        wanted = np.concatenate(([0], np.cumsum(status == OK)))
+        known_bad = np.concatenate(([0], np.cumsum(status == BAD)))
     out: list[Any] = []
     stack = [(0, len(status))]
     while stack:  # depth-first, left first: results come in record order
         lo, hi = stack.pop()
-        want = int(wanted[hi] - wanted[lo])
+        want = hi - lo if wanted is None else int(wanted[hi] - wanted[lo])
         if want == 0:
             continue
-        if known_bad[hi] != known_bad[lo]:
+        if known_bad is not None and known_bad[hi] != known_bad[lo]:
             # The runs between the bad records, each as a piece of its own.
             edges = [lo - 1, *(np.flatnonzero(status[lo:hi] == BAD) + lo).tolist(), hi]
             runs = [(edges[j] + 1, edges[j + 1]) for j in range(len(edges) - 1)]
@@ -466,8 +471,9 @@ def _isolate(
             continue
         # (without blank records at its ends: a record decoded alone is decoded the same
         # way whatever its neighbours, so its reason does not depend on the cuts)
-        oks = np.flatnonzero(status[lo:hi] == OK)
-        lo, hi = lo + int(oks[0]), lo + int(oks[-1]) + 1
+        if status[lo] != OK or status[hi - 1] != OK:
+            oks = np.flatnonzero(status[lo:hi] == OK)
+            lo, hi = lo + int(oks[0]), lo + int(oks[-1]) + 1
         got = attempt(lo, hi, want)
         if not isinstance(got, str):
             result, found = got
@@ -709,11 +715,27 @@ def _cast_text(arr: pa.Array, typ: pa.DataType) -> pa.Array:
             out = pc.if_else(mask, values, out)
         return out if typ.tz is not None else pc.cast(out, naive_type)
     out = pc.cast(arr, typ)
-    if pa.types.is_integer(typ) and pc.any(pc.match_substring(arr, "x", ignore_case=True)).as_py():
+    if pa.types.is_integer(typ) and _may_hold_x(arr):
         # Arrow also reads "0x10" as 16 (and "0xFFFFFFFFFFFFFFFF" as -1): numbers are decimal.
-        bad = pc.filter(arr, pc.match_substring(arr, "x", ignore_case=True))[0].as_py()
-        raise pa.ArrowInvalid(f"Failed to parse string: {bad!r} as a decimal integer")
+        hex_ = pc.match_substring(arr, "x", ignore_case=True)
+        if pc.any(hex_).as_py():
+            bad = pc.filter(arr, hex_)[0].as_py()
+            raise pa.ArrowInvalid(f"Failed to parse string: {bad!r} as a decimal integer")
     return out
+
+
+def _may_hold_x(arr: pa.Array) -> bool:
+    """Might a value of the string array hold an ``x`` or ``X``? One scan of its data
+    buffer (a slice's buffer may hold more: then the answer errs on the safe side).
+
+    >>> _may_hold_x(pa.array(["12", None])), _may_hold_x(pa.array(["0X1"]))
+    (False, True)
+    """
+    data = arr.buffers()[2]
+    if data is None:
+        return False
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return bool(((raw | 0x20) == ord("x")).any())
 
 
 def _bad_values(arr: pa.Array, typ: pa.DataType) -> dict[int, str]:
@@ -875,7 +897,6 @@ type int64", 'a quoted field is not closed before the end of the line']
     status = np.full(recs.n, OK, dtype=np.int8)
     reasons: dict[int, str] = {}
     _csv_lines(recs, status, reasons)
-    read_options = pcsv.ReadOptions(column_names=names, use_threads=False)
     convert_options = pcsv.ConvertOptions(
         column_types={c: pa.string() for c in names},
         strings_can_be_null=False,
@@ -885,11 +906,7 @@ type int64", 'a quoted field is not closed before the end of the line']
     whole = pa.py_buffer(buf)
     quoted = b'"' in buf
 
-    def attempt(lo: int, hi: int, want: int) -> Any:
-        a, b = int(recs.start[lo]), int(recs.end[hi - 1])
-        # Every line ends with "\n", so that a quote left open at the end of the last one
-        # shows (as a value holding "\n") rather than being closed by the end of the data.
-        data = whole.slice(a, b + 1 - a) if b < len(buf) else pa.py_buffer(buf[a:b] + b"\n")
+    def read(data: pa.Buffer, threads: bool) -> tuple[pa.Table, list[tuple[int | None, str]]]:
         invalid: list[tuple[int | None, str]] = []
 
         def on_invalid(row: Any) -> str:
@@ -899,16 +916,26 @@ type int64", 'a quoted field is not closed before the end of the line']
             invalid.append((row.number, found))
             return "skip"
 
-        read_options.block_size = data.size + 1
+        table = pcsv.read_csv(
+            pa.BufferReader(data),
+            read_options=pcsv.ReadOptions(
+                column_names=names, block_size=data.size + 1, use_threads=threads
+            ),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+            convert_options=convert_options,
+        )
+        return table, invalid
+
+    def attempt(lo: int, hi: int, want: int) -> Any:
+        a, b = int(recs.start[lo]), int(recs.end[hi - 1])
+        # Every line ends with "\n", so that a quote left open at the end of the last one
+        # shows (as a value holding "\n") rather than being closed by the end of the data.
+        data = whole.slice(a, b + 1 - a) if b < len(buf) else pa.py_buffer(buf[a:b] + b"\n")
         try:
-            table = pcsv.read_csv(
-                pa.BufferReader(data),
-                read_options=read_options,
-                parse_options=pcsv.ParseOptions(
-                    delimiter=delimiter, invalid_row_handler=on_invalid
-                ),
-                convert_options=convert_options,
-            )
+            table, invalid = read(data, threads=True)
+            if want > 1 and any(number is None for number, _ in invalid):
+                # (only a single-threaded read numbers the rows it finds invalid)
+                table, invalid = read(data, threads=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             return _message(exc)
         if table.num_rows + len(invalid) != want:
@@ -916,7 +943,8 @@ type int64", 'a quoted field is not closed before the end of the line']
                 f"parses as {table.num_rows + len(invalid)} CSV rows, expected one: a quoted "
                 "field is not closed before the end of the line"
             )
-        lines = np.flatnonzero(status[lo:hi] == OK) + lo
+        # (the OK lines of the piece, which its rows and invalid rows are, in order)
+        lines = np.arange(lo, hi) if want == hi - lo else np.flatnonzero(status[lo:hi] == OK) + lo
         found: dict[int, str] = {}
         for number, why in invalid:
             # (the reader numbers the lines that are not empty from 1)
@@ -925,7 +953,7 @@ type int64", 'a quoted field is not closed before the end of the line']
             if i < 0 or i in found:
                 return "cannot tell which line a bad row is"  # (bisected further)
             found[i] = why
-        rows_at = lines[~np.isin(lines, list(found))]
+        rows_at = lines[~np.isin(lines, list(found))] if found else lines
         # A quote left open at the end of its line runs on to the next "\n".
         open_quote = None
         for col in table.columns if quoted else ():
