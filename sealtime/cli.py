@@ -227,13 +227,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     sb.add_argument("--mode", choices=["stream", "view"], default="stream")
     sb.add_argument("--max-events", type=int, default=0, help="stop after N events")
     sb.add_argument("--timeout", type=float, default=10.0, help="connect timeout (s)")
+    sv = sub.add_parser(
+        "serve", help="the live service: views created while it runs, behind a PostgreSQL port"
+    )
+    from .serve.main import add_arguments
+
+    add_arguments(sv)
+    _ownership_options(sv)
     q = sub.add_parser(
         "sql", help="interactive SQL shell: CREATE SOURCE/VIEW, SUBSCRIBE, SELECT ... AS OF"
     )
     q.add_argument("--data-dir", required=True)
     q.add_argument("--name", default="sql", help="the dataflow's name in the data dir")
     args = parser.parse_args(argv)
-    if args.command in ("run", "replay"):
+    if args.command in ("run", "replay", "serve"):
         from .errors import DataDirOwnedError, FencedError
         from .storage.ownership import lease_settings
 
@@ -268,6 +275,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return catalog_cmd(args)
     if args.command == "subscribe":
         return subscribe_cmd(args)
+    if args.command == "serve":
+        from sealtime.serve.main import serve
+
+        return serve(args)
     if args.command == "sql":
         from sealtime.sql.shell import run_shell
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import time as _time
@@ -197,6 +198,9 @@ class Dataflow:
         self._next_id = 0
         #: (live) each shareable node by its structure: an equal one is computed once
         self._by_structure: dict[str, PlanNode] = {}
+        #: (live) the id each node structure had when the graph was built before, so a
+        #: restarted service finds each operator's state where it left it
+        self._stable_ids: dict[str, int] = {}
         #: (live, running) nodes and sinks added since the engine last took them
         self._pending_nodes: list[PlanNode] = []
         self._pending_sinks: list[SinkEdge] = []
@@ -212,6 +216,7 @@ class Dataflow:
         max_rows_per_tick: int | None = None,
         idle_timeout: str | int | None = None,
         max_future: str | int | None = None,
+        retain_history: Any = ...,
     ) -> SourceCollection:
         """Add a source. Without `time`, rows get ingestion time (the tick's binding time);
         with ``time="col"`` the column is the event time and `lateness` bounds how far
@@ -222,6 +227,12 @@ class Dataflow:
         moves to the clock minus `lateness`, so windows seal without new data. The
         advancement is recorded in the tick's binding (replay repeats it); a record
         that arrives below it goes to ``late`` with a reason naming idleness.
+
+        `retain_history`: how far behind the source's frontier (a duration of its log's
+        times) its ingest log is kept once checkpoints made it unnecessary for recovery
+        — what a view added to a live dataflow can still read; None keeps it all. By
+        default 0 with ``Dataflow(truncate_log=True)`` (a live dataflow: all of it) and
+        all without.
 
         >>> # flow.source("s", src, time="ts", lateness="4s", idle_timeout="5s")
         """
@@ -269,6 +280,12 @@ class Dataflow:
                     "(time='<event time column>'); ingestion times never lie ahead"
                 )
             future_ms = parse_duration(max_future, f"source {name!r} max_future")
+        if retain_history is ...:
+            retain_ms: int | None = 0 if self.truncate_log and not self.live else None
+        elif retain_history is None:
+            retain_ms = None
+        else:
+            retain_ms = parse_duration(retain_history, f"source {name!r} retain_history")
         names = [n for n in source.schema.names if n not in (TIME, DIFF)]
         spark_schema = self._spark_schema(source.schema, names)
         node = self._add(
@@ -282,6 +299,7 @@ class Dataflow:
             max_rows=max_rows_per_tick,
             idle_timeout=idle_ms,
             max_future=future_ms,
+            retain_history=retain_ms,
         ).node
         # The side outputs exist from the start, so they can be read after a run; unread
         # ones cost nothing (the engine skips stateless outputs nobody reads).
@@ -377,12 +395,26 @@ class Dataflow:
             same = self._by_structure.get(node.structure)
             if same is not None:
                 return Collection(self, same)
+            stable = self._stable_ids.get(node.structure)
+            if stable is not None and stable != node.id:
+                node = dataclasses.replace(node, id=stable)
             self._by_structure[node.structure] = node
-        self._next_id += 1
+        self._next_id = max(self._next_id, node.id) + 1
         self._nodes.append(node)
         if self._engine is not None and not self._scratch:
             self._pending_nodes.append(node)
         return Collection(self, node)
+
+    def node_ids(self) -> dict[str, int]:
+        """(live) Every node's id by its `structure`: what `keep_node_ids` takes back."""
+        return {n.structure: n.id for n in self._nodes if n.shareable}
+
+    def keep_node_ids(self, ids: dict[str, int]) -> None:
+        """(live) Give nodes built from now on the ids their structures had before
+        (`node_ids` of an earlier build of the same graph)."""
+        self._stable_ids.update(ids)
+        if ids:
+            self._next_id = max(self._next_id, max(ids.values()) + 1)
 
     def _check_can_change(self, what: str) -> None:
         if self._engine is not None and not self._scratch and not self.live:
@@ -572,7 +604,7 @@ class Dataflow:
         while True:
             if ticks is not None and len(reports) >= ticks:
                 break
-            self._apply()
+            self.apply_changes()
             if ticks is None and not forever and engine.finished():
                 break
             # Does another tick follow at once? Then this one may read ahead (mint the
@@ -593,12 +625,18 @@ class Dataflow:
                     self._sleep(delay)
         return reports
 
-    def _apply(self) -> None:
-        """Hand the engine what was added since its last tick (a live dataflow)."""
+    def apply_changes(self) -> None:
+        """Hand the engine what was added since its last tick (a live dataflow; `run`
+        does it before every tick). A node the engine refuses (it reads history that
+        is gone) raises here, and nothing of the batch is applied."""
         if self._engine is not None and (self._pending_nodes or self._pending_sinks):
             nodes, sinks = self._pending_nodes, self._pending_sinks
             self._pending_nodes, self._pending_sinks = [], []
-            self._engine.extend(nodes, sinks)
+            try:
+                self._engine.extend(nodes, sinks)
+            except BaseException:
+                self._pending_nodes[:0], self._pending_sinks[:0] = nodes, sinks
+                raise
 
     def drop(self, *outputs: Collection | Any) -> list[PlanNode]:
         """Drop collections and sinks from a live dataflow, between ticks: the sinks
@@ -614,13 +652,22 @@ class Dataflow:
         self._check_can_change("the graph")
         nodes = {o.node.id for o in outputs if isinstance(o, Collection)}
         sinks = {id(o) for o in outputs if not isinstance(o, Collection)}
+        unpinned = {
+            n.id
+            for n in self._nodes
+            if n.id in nodes or (isinstance(n, SourceOutput) and n.source.id in nodes)
+        }
         for key, table in list(self.sql_views.items()):
             if table.collection.node.id in nodes:
                 del self.sql_views[key]
         dropped_sinks = [e.sink for e in self._sinks if id(e.sink) in sinks]
         self._sinks = [e for e in self._sinks if id(e.sink) not in sinks]
         self._pending_sinks = [e for e in self._pending_sinks if id(e.sink) not in sinks]
-        keep = {n.id for n in self._nodes if isinstance(n, (Source, SourceOutput))}
+        keep = {
+            n.id
+            for n in self._nodes
+            if isinstance(n, (Source, SourceOutput)) and n.id not in unpinned
+        }
         keep |= {t.collection.node.id for t in self.sql_views.values()}
         keep |= {e.node.id for e in self._sinks}
         keep = self.compile().upstream(keep)
@@ -630,6 +677,8 @@ class Dataflow:
         self._pending_nodes = [n for n in self._pending_nodes if n.id not in gone_ids]
         for node in gone:
             self._by_structure.pop(node.structure, None)
+            if isinstance(node, SourceOutput):
+                self._source_outputs.pop((node.source.id, node.output), None)
         for sink in dropped_sinks:
             sink.close()
         if self._engine is not None:

@@ -33,7 +33,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..arrangement.counters import KernelCounters
-from ..errors import ConfigError
+from ..errors import ConfigError, StateError
 from ..failpoints import failpoint
 from ..operators import Env, Operator, SharedArrangements, build, kernel_tasks
 from ..plan import GRAPH_NAMESPACE, Plan, PlanNode, SinkEdge, Source, SourceOutput
@@ -269,13 +269,15 @@ class Engine:
         and joins the live ticks once it has caught up."""
         roots = [n for n in nodes if isinstance(n, (Source, SourceOutput))]
         rest = [n for n in nodes if not isinstance(n, (Source, SourceOutput))]
+        if rest:
+            self._check_history(rest)
         root_ids = {n.id for n in roots}
         new_sources = [n for n in roots if isinstance(n, Source)]
         opened = self._open_sources(new_sources, [], {})
         self.sources.update(opened)
         self.log_readers.update(opened)
         self.live_nodes += roots
-        self.ops.update(self._build_operators(roots))
+        self._add_operators(roots)
         self.live_sinks += [e for e in sinks if e.node.id in root_ids]
         if rest:
             live = {n.id: n for n in self.live_nodes}
@@ -285,8 +287,41 @@ class Engine:
             for copy in group.physical:
                 if copy.id in group.copies and isinstance(copy, Source):
                     self.log_readers[copy.id] = self.sources[group.copies[copy.id]]
-            self.ops.update(self._build_operators(group.physical))
+            self._add_operators(group.physical)
         self._replan()
+
+    def _add_operators(self, nodes: Sequence[PlanNode]) -> None:
+        """Operators for nodes joining a running plan: their state starts empty (files
+        an earlier run left under their directories go)."""
+        built = self._build_operators(nodes)
+        for op in built.values():
+            op.restore({})
+        self.ops.update(built)
+
+    def hydrating(self) -> set[int]:
+        """The ids of the nodes still hydrating (not yet live)."""
+        return {nid for g in self.hydrations.groups for nid in g.new}
+
+    def _check_history(self, nodes: Sequence[PlanNode]) -> None:
+        """Refuse to hydrate `nodes` when a source they read no longer holds its whole
+        history: what its log dropped is gone, so they could not compute it."""
+        seen: set[int] = set()
+        stack = list(nodes)
+        marks = self.retention.marks()
+        while stack:
+            node = stack.pop()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            stack += node.inputs
+            if isinstance(node, Source) and marks.get(node.name, MIN_TIME) > MIN_TIME:
+                raise StateError(
+                    f"{nodes[-1].describe()} reads source {node.name!r}, whose ingest log "
+                    f"before time {marks[node.name]} was removed (its retain_history); it "
+                    "cannot be computed from the start. Create the source with a longer "
+                    "RETAIN HISTORY (retain_history=None keeps it all), or define the view "
+                    "before the history it needs is dropped"
+                )
 
     def shrink(self, node_ids: set[int], sinks: Sequence[Any] = ()) -> None:
         """Remove the nodes `node_ids` and the sink objects `sinks` between ticks (a
@@ -330,15 +365,22 @@ class Engine:
     def _merge_hydrated(self) -> bool:
         """Groups that caught up join the live plan: copies dropped, new nodes wired to
         the live nodes. Returns whether any did."""
-        finished = self.hydrations.finished(self.bindings)
-        for group in finished:
+        merged = []
+        live = {n.id for n in self.live_nodes}
+        for group in self.hydrations.finished(self.bindings):
+            reads = {i.id for n in group.new.values() for i in n.inputs} - set(group.new)
+            if not reads <= live:  # (it reads a view still hydrating: that one goes first)
+                self.hydrations.groups.append(group)
+                continue
             for nid in group.copies:
                 self._forget(nid)
             self.live_nodes += list(group.new.values())
             self.live_sinks += group.live_sinks
-        if finished:
+            live |= set(group.new)
+            merged.append(group)
+        if merged:
             self._replan()
-        return bool(finished)
+        return bool(merged)
 
     # ------------------------------------------------------------------ replay
     @property

@@ -338,6 +338,8 @@ class Dataplane:
         """Take back the state a checkpoint manifest describes."""
         for key, entry in manifest.get("pending", {}).items():
             nid, port = (int(x) for x in key.split("."))
+            if nid not in self.done:
+                continue
             schema = T.StructType.fromJson(json.loads(entry["schema"]))
             self.spill.live[f"n{nid}-p{port}"] = entry["path"]
             df = self.spill.read(entry["path"], schema)
@@ -348,7 +350,8 @@ class Dataplane:
         for nid, op in self.ops.items():
             op.restore(states.get(str(nid), {}))
         for nid, value in manifest["done"].items():
-            self.done[int(nid)] = value
+            if int(nid) in self.done:  # (a node dropped since is not there any more)
+                self.done[int(nid)] = value
 
     def start_empty(self) -> None:
         """No checkpoint: every operator starts with empty state (files of a run that

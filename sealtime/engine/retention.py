@@ -2,9 +2,11 @@
 
 After a checkpoint, a source's log rows at times below the least frontier of the source
 and everything downstream of it are reflected in the checkpointed state: recovery never
-reads them again. The truncation mark of each source is recorded in the metadata store
-*first*; only then are the files deleted, so a crash in between only leaves files
-behind (they are deleted at the next truncation).
+reads them again. A source keeps its log further back by its `retain_history` (a
+duration of its log's times behind the largest logged time; None: forever): that is
+what a view added to a live dataflow can still read. The truncation mark of each
+source is recorded in the metadata store *first*; only then are the files deleted, so
+a crash in between only leaves files behind (they are deleted at the next truncation).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from ..plan import Plan
 from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
-from ..time.order import MAX_TIME
+from ..time.order import MAX_TIME, MIN_TIME
 from .frontiers import f_min
 from .ingest import SourceRuntime, unreferenced_paths
 
@@ -50,12 +52,20 @@ class LogRetention:
         }
 
     def truncate(self, below: Mapping[str, int | None]) -> None:
-        """Record the new marks, then delete the log files wholly below them."""
+        """Record the new marks — `below` (what recovery no longer needs), held back by
+        each source's retention — then delete the log files wholly below them."""
         marks = self.marks()
-        marks.update({k: (v if v is not None else MAX_TIME) for k, v in below.items()})
+        retain = {n.name: n.retain_history for n in self.plan.sources()}
+        for src in self.sources.values():
+            if src.name not in below or retain.get(src.name, 0) is None:
+                continue  # (kept forever)
+            mark = below[src.name] if below[src.name] is not None else MAX_TIME
+            if retain.get(src.name):
+                mark = min(mark, src.max_logged - retain[src.name] + 1)
+            marks[src.name] = max(marks.get(src.name, MIN_TIME), mark)
         self.store.kv_put(TRUNCATION, self.flow, marks)
         for src in self.sources.values():
-            mark = marks[src.name]
+            mark = marks.get(src.name, MIN_TIME)
             for files in (src.files, src.error_files, src.health_files):
                 gone = [f for f in files if f.max_time < mark]
                 kept = [f for f in files if f.max_time >= mark]

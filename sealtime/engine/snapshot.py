@@ -66,6 +66,10 @@ class OperatorView:
     state_dir: str | None
     read: bool
     waiting: int | None = None
+    #: hydrating: catching up with its inputs' history before it joins the live ticks;
+    #: `copy_of`: a hydrating copy of this live node (None: not a copy)
+    hydrating: bool = False
+    copy_of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,8 @@ class EngineSnapshot:
 def snapshot_of(engine: Engine) -> EngineSnapshot:
     """`engine`'s state now (what `Engine.snapshot` returns)."""
     read = {nid for nid, readers in engine.dataplane.readers.items() if readers}
+    copies = {c: live for g in engine.hydrations.groups for c, live in g.copies.items()}
+    hydrating = engine.hydrating() | set(copies)
     read |= {node.id for node, _ in engine.plan.sinks}
     operators = tuple(
         OperatorView(
@@ -176,6 +182,8 @@ def snapshot_of(engine: Engine) -> EngineSnapshot:
             state_dir=engine.ops[node.id].env.state_dir if engine.ops[node.id].stateful else None,
             read=node.id in read or isinstance(node, Source),
             waiting=w.lo if (w := engine.dataplane.waiting.get(node.id)) else None,
+            hydrating=node.id in hydrating,
+            copy_of=copies.get(node.id),
         )
         for node in engine.plan.nodes
     )

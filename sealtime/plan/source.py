@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
-from .node import PlanNode
+from .node import NOT_FINGERPRINTED, PlanNode
 
 __all__ = ["Connector", "SideOutput", "Source", "SourceOutput"]
 
@@ -53,7 +53,10 @@ class Source(PlanNode):
       ``_time`` column);
     * `lateness`, `idle_timeout`, `max_future`: the event-time rules (docs/time.md);
     * `max_rows`: at most this many rows are read per tick (None: what the reader
-      gives).
+      gives);
+    * `retain_history`: how far behind its frontier (ms of its log's times) the ingest
+      log is kept once recovery no longer needs it (None: all of it). It changes what a
+      view added later can read, never an output: it is not in the fingerprint.
 
     The reader's data is the log's concern, not the plan's: the fingerprint names its
     type only.
@@ -65,6 +68,7 @@ class Source(PlanNode):
     max_rows: int | None = None
     idle_timeout: int | None = None
     max_future: int | None = None
+    retain_history: int | None = field(default=0, metadata=NOT_FINGERPRINTED)
 
     kind: ClassVar[str] = "source"
 

@@ -102,7 +102,7 @@ class Pipeline:
     def execute(self, item: Parsed_) -> str:
         """Apply one graph-building statement; returns its tag (``"CREATE VIEW"``)."""
         stmt = item.statement
-        if self.flow.started:
+        if self.flow.started and not self.flow.live:
             raise stmt.error(
                 "the dataflow is running (it started at the first SUBSCRIBE or SELECT); "
                 "its graph is fixed: restart the shell with all definitions first"
@@ -145,6 +145,12 @@ class Pipeline:
         lateness = take("LATENESS")
         idle = take("IDLE TIMEOUT")
         max_rows = take("MAX ROWS PER TICK")
+        max_future = take("MAX FUTURE")
+        retain: Any = ...
+        for key in ("RETAIN HISTORY FOR", "RETAIN HISTORY"):
+            if key in opts:
+                value = take(key)
+                retain = None if str(value).upper() == "FOREVER" else value
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
             raise fail("MAX ROWS PER TICK", "must be an integer >= 1, e.g. MAX ROWS PER TICK 1000")
         if cs.connector == "FILES":
@@ -200,6 +206,8 @@ class Pipeline:
             lateness=lateness,
             idle_timeout=idle,
             max_rows_per_tick=max_rows,
+            **({"max_future": max_future} if max_future is not None else {}),
+            **({"retain_history": retain} if retain is not ... else {}),
         )
         self.source_config[cs.name] = {
             "connector": cs.connector,

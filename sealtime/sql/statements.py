@@ -20,9 +20,11 @@ statement is in the file.
     CREATE [MATERIALIZED] VIEW name AS <query>
     CREATE SINK name FROM view INTO PARQUET 'path' | INTO PERSIST ['shard']
     PUBLISH view [AS VIEW | AS STREAM] [WITH (TOPIC 'name', PARTITIONS n, HOST 'h', PORT n)]
-    SUBSCRIBE [TO] view [WITH (PROGRESS [= true|false], SNAPSHOT [= true|false])]
+    SUBSCRIBE [TO] view [WITH (PROGRESS [= true|false], SNAPSHOT [= true|false])] [AS OF t]
     SELECT ... [AS OF t]
-    EXPLAIN <query>
+    EXPLAIN <query> | EXPLAIN VIEW name
+    DROP SOURCE|VIEW|SINK [IF EXISTS] name [CASCADE]        (the live service)
+    SHOW SOURCES|VIEWS|SINKS
 
 An option is ``KEY [=] value`` where the value is a string, a number, ``true``/``false``
 or a name; a key alone means ``true``.
@@ -56,9 +58,11 @@ __all__ = [
     "CreateSink",
     "CreateSource",
     "CreateView",
+    "Drop",
     "Explain",
     "Publish",
     "Select",
+    "Show",
     "Statement",
     "Subscribe",
     "parse_statement",
@@ -67,7 +71,17 @@ __all__ = [
 ]
 
 #: Options every source takes (they go to ``flow.source``).
-COMMON_OPTIONS = ("FORMAT", "SCHEMA", "EVENT TIME", "LATENESS", "IDLE TIMEOUT", "MAX ROWS PER TICK")
+COMMON_OPTIONS = (
+    "FORMAT",
+    "SCHEMA",
+    "EVENT TIME",
+    "LATENESS",
+    "IDLE TIMEOUT",
+    "MAX ROWS PER TICK",
+    "MAX FUTURE",
+    "RETAIN HISTORY FOR",
+    "RETAIN HISTORY",
+)
 #: Per connector: the options it takes besides `COMMON_OPTIONS`.
 CONNECTOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "FILES": ("PATTERN", "FINITE", "SETTLE", "HEADER", "DELIMITER"),
@@ -165,12 +179,13 @@ class Publish:
 
 @dataclass
 class Subscribe:
-    """``SUBSCRIBE view [WITH (PROGRESS, SNAPSHOT false)]``."""
+    """``SUBSCRIBE view [WITH (PROGRESS, SNAPSHOT false)] [AS OF t]``."""
 
     statement: Statement
     view: str
     progress: bool
     snapshot: bool
+    as_of: int | None = None
 
 
 @dataclass
@@ -184,13 +199,36 @@ class Select:
 
 @dataclass
 class Explain:
-    """``EXPLAIN query``."""
+    """``EXPLAIN query``, or ``EXPLAIN VIEW name`` (`query` None, `view` its name)."""
 
     statement: Statement
-    query: Parsed
+    query: Parsed | None
+    view: str | None = None
 
 
-Parsed_ = CreateSource | CreateView | CreateSink | Publish | Subscribe | Select | Explain
+@dataclass
+class Drop:
+    """``DROP SOURCE|VIEW|SINK [IF EXISTS] name [CASCADE]``: `what` is ``SOURCE``,
+    ``VIEW`` or ``SINK``."""
+
+    statement: Statement
+    what: str
+    name: str
+    if_exists: bool
+    cascade: bool
+
+
+@dataclass
+class Show:
+    """``SHOW SOURCES|VIEWS|SINKS``: `what` is the plural word."""
+
+    statement: Statement
+    what: str
+
+
+Parsed_ = (
+    CreateSource | CreateView | CreateSink | Publish | Subscribe | Select | Explain | Drop | Show
+)
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
@@ -453,7 +491,12 @@ def _publish(stmt: Statement) -> Publish:
 
 
 def _subscribe(stmt: Statement) -> Subscribe:
-    fix = "write SUBSCRIBE view [WITH (PROGRESS)]"
+    fix = "write SUBSCRIBE view [WITH (PROGRESS)] [AS OF t]"
+    toks = stmt.tokens
+    as_of = None
+    if len(toks) >= 3 and toks[-3].text.upper() == "AS" and toks[-2].text.upper() == "OF":
+        as_of = _as_of_value(stmt, toks[-1])
+        stmt = Statement(stmt.text, toks[:-3], stmt.kind, stmt.start, toks[-4].end)
     c = _Cursor(stmt)
     c.expect("SUBSCRIBE", fix=fix)
     c.accept("TO")
@@ -465,7 +508,11 @@ def _subscribe(stmt: Statement) -> Subscribe:
     options, _ = c.options(_SUBSCRIBE_OPTIONS)
     c.end(fix)
     return Subscribe(
-        stmt, view, bool(options.get("PROGRESS", False)), bool(options.get("SNAPSHOT", True))
+        stmt,
+        view,
+        bool(options.get("PROGRESS", False)),
+        bool(options.get("SNAPSHOT", True)),
+        as_of,
     )
 
 
@@ -504,8 +551,42 @@ def _explain(stmt: Statement) -> Explain:
     first = stmt.tokens[0]
     rest = stmt.text[first.end + 1 : stmt.end + 1]
     if not rest.strip():
-        raise stmt.error("EXPLAIN needs a query: EXPLAIN SELECT ...")
+        raise stmt.error("EXPLAIN needs a query: EXPLAIN SELECT ... (or EXPLAIN VIEW name)")
+    words = rest.split()  # (sqlglot may read what follows EXPLAIN as one string)
+    if len(words) == 2 and words[0].upper() == "VIEW":
+        return Explain(stmt, None, words[1])
     return Explain(stmt, _parse_query(stmt, first.end + 1, stmt.end + 1))
+
+
+_DROPPABLE = ("SOURCE", "VIEW", "SINK")
+
+
+def _drop(stmt: Statement) -> Drop:
+    fix = "write DROP SOURCE|VIEW|SINK [IF EXISTS] name [CASCADE]"
+    c = _Cursor(stmt)
+    c.expect("DROP", fix=fix)
+    what = c.word()
+    if what not in _DROPPABLE:
+        raise c.fail(f"DROP {c.peek().text if c.peek() else ''}: {fix}")  # type: ignore[union-attr]
+    c.i += 1
+    if_exists = c.accept("IF", "EXISTS")
+    name = c.name(f"the {what.lower()}'s name", fix)
+    cascade = c.accept("CASCADE")
+    if not cascade:
+        c.accept("RESTRICT")
+    c.end(fix)
+    return Drop(stmt, what, name, if_exists, cascade)
+
+
+def _show(stmt: Statement) -> Show:
+    fix = "write SHOW SOURCES, SHOW VIEWS or SHOW SINKS"
+    c = _Cursor(stmt)
+    c.expect("SHOW", fix=fix)
+    # (sqlglot reads what follows SHOW as one command string)
+    what = " ".join(t.text for t in stmt.tokens[1:]).upper().split()
+    if what not in (["SOURCES"], ["VIEWS"], ["SINKS"]):
+        raise c.fail(fix)
+    return Show(stmt, what[0])
 
 
 _PARSERS = {
@@ -516,6 +597,8 @@ _PARSERS = {
     "SUBSCRIBE": _subscribe,
     "SELECT": _select,
     "EXPLAIN": _explain,
+    "DROP": _drop,
+    "SHOW": _show,
 }
 
 

@@ -1076,6 +1076,20 @@ class Shard:
         return deleted
 
 
+    def delete(self) -> None:
+        """Delete the shard: its metadata in one transaction, then its directory (a
+        crash in between leaves only files, which no shard names). Readers of the shard
+        fail from then on; its name may be created again."""
+        with self.store.transaction() as tx:
+            for table, column in (
+                ("sealtime_shard_batches", "shard"),
+                ("sealtime_shard_retired", "shard"),
+                ("sealtime_shards", "name"),
+            ):
+                tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (self.name,))
+        self._loc.delete_dir()
+
+
 def _quote_col(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 

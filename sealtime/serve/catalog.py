@@ -1,0 +1,147 @@
+"""The live service's catalog: every object's SQL, creation order, owner and
+dependencies, in the metadata store.
+
+The running graph is a function of the catalog (DESIGN.md §12): a restarted service
+replays its objects' statements in creation order. Each change is one transaction; a
+dropped object's row goes. Beside the objects the catalog keeps the id of every plan
+node by its structure (`sealtime.plan.PlanNode.structure`), so that a restart builds the
+same nodes under the same ids and finds each operator's state where it left it, and the
+tick at which each view became live (finished hydrating).
+
+>>> import tempfile
+>>> from sealtime.storage import MetadataStore
+>>> cat = ServiceCatalog(MetadataStore.open(tempfile.mkdtemp()), "svc")
+>>> s = cat.add("source", "bids", "CREATE SOURCE bids FROM ...", owner="ann")
+>>> v = cat.add("view", "hot", "CREATE VIEW hot AS ...", owner="bob", depends=("bids",))
+>>> [e.name for e in cat.entries()], cat.dependents("bids")
+(['bids', 'hot'], ['hot'])
+>>> _ = cat.remove("hot"); [e.name for e in cat.entries()]
+['bids']
+"""
+
+from __future__ import annotations
+
+import json
+import time as _time
+from dataclasses import dataclass
+
+from ..errors import NotFoundError
+from ..storage.metadata import MetadataStore
+
+__all__ = ["KINDS", "CatalogEntry", "ServiceCatalog"]
+
+#: the kinds of catalog objects
+KINDS = ("source", "view", "sink", "publication")
+
+_MIGRATIONS = [
+    "CREATE TABLE IF NOT EXISTS sealtime_catalog ("
+    "service TEXT NOT NULL, id BIGINT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, "
+    "sql TEXT NOT NULL, owner TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+    "depends TEXT NOT NULL, live_tick BIGINT, PRIMARY KEY (service, id))",
+]
+_NODE_IDS = "serve-node-ids"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One object: `id` (creation order), `kind` (`KINDS`), `name`, the `sql` that made
+    it, its `owner` (the user who created it), `created_at` (wall-clock seconds),
+    `depends` (the names of the objects it reads) and, for a view, `live_tick` (the tick
+    at which it finished hydrating; None while it hydrates)."""
+
+    id: int
+    kind: str
+    name: str
+    sql: str
+    owner: str
+    created_at: float
+    depends: tuple[str, ...]
+    live_tick: int | None = None
+
+
+class ServiceCatalog:
+    """The catalog of the service `service` in `store`."""
+
+    def __init__(self, store: MetadataStore, service: str) -> None:
+        self.store = store
+        self.service = service
+        store.migrate("serve-catalog", _MIGRATIONS)
+
+    def entries(self) -> list[CatalogEntry]:
+        """Every object, in creation order."""
+        rows = self.store.query(
+            "SELECT id, kind, name, sql, owner, created_at, depends, live_tick "
+            "FROM sealtime_catalog WHERE service = ? ORDER BY id",
+            (self.service,),
+        )
+        return [
+            CatalogEntry(
+                int(i), k, n, q, o, float(c), tuple(json.loads(d)), None if t is None else int(t)
+            )
+            for i, k, n, q, o, c, d, t in rows
+        ]
+
+    def entry(self, name: str) -> CatalogEntry | None:
+        """The object named `name` (case-insensitive), if any."""
+        key = name.lower()
+        return next((e for e in self.entries() if e.name.lower() == key), None)
+
+    def add(
+        self, kind: str, name: str, sql: str, *, owner: str, depends: tuple[str, ...] = ()
+    ) -> CatalogEntry:
+        """Record a new object (its id: one more than the last)."""
+        assert kind in KINDS, kind
+        with self.store.transaction() as tx:
+            row = tx.query_one(
+                "SELECT MAX(id) FROM sealtime_catalog WHERE service = ?", (self.service,)
+            )
+            new_id = (row[0] or 0) + 1 if row else 1
+            entry = CatalogEntry(new_id, kind, name, sql, owner, _time.time(), tuple(depends))
+            tx.execute(
+                "INSERT INTO sealtime_catalog (service, id, kind, name, sql, owner, "
+                "created_at, depends, live_tick) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    self.service,
+                    entry.id,
+                    kind,
+                    name,
+                    sql,
+                    owner,
+                    entry.created_at,
+                    json.dumps(list(entry.depends)),
+                ),
+            )
+        return entry
+
+    def remove(self, name: str) -> CatalogEntry:
+        """Forget the object named `name`."""
+        entry = self.entry(name)
+        if entry is None:
+            raise NotFoundError(f"no object named {name!r} in the catalog")
+        with self.store.transaction() as tx:
+            tx.execute(
+                "DELETE FROM sealtime_catalog WHERE service = ? AND id = ?",
+                (self.service, entry.id),
+            )
+        return entry
+
+    def mark_live(self, name: str, tick: int) -> None:
+        """View `name` finished hydrating at tick `tick`."""
+        with self.store.transaction() as tx:
+            tx.execute(
+                "UPDATE sealtime_catalog SET live_tick = ? WHERE service = ? AND lower(name) = ?",
+                (tick, self.service, name.lower()),
+            )
+
+    def dependents(self, name: str) -> list[str]:
+        """The objects that read `name` (directly), in creation order."""
+        key = name.lower()
+        return [e.name for e in self.entries() if key in (d.lower() for d in e.depends)]
+
+    def node_ids(self) -> dict[str, int]:
+        """The plan node ids by structure, as last saved."""
+        return dict(self.store.kv_get(_NODE_IDS, self.service, {}))
+
+    def save_node_ids(self, ids: dict[str, int]) -> None:
+        """Save the plan node ids by structure (after every change of the graph)."""
+        self.store.kv_put(_NODE_IDS, self.service, ids)
