@@ -1,53 +1,51 @@
-"""Benchmark: Nexmark q0-q5, q7, q8 on sealtime and Spark Structured Streaming, same run.
+"""Benchmark: Nexmark q0-q23, sealtime (SQL) against Spark Structured Streaming, fair terms.
 
-    python bench/nexmark.py [--events 10000000] [--per-tick 500000] [--repeat 3]
-        [--queries q0,q3] [--shuffle-partitions 4] [--data-dir DIR] [--out FILE]
+    python bench/nexmark.py [--events 10000000] [--per-tick 100000,500000] [--repeat 5]
+        [--queries q0,q5] [--sinks arrow,discard] [--checkpoint-every 5]
+        [--data-dir DIR] [--out FILE]
+    python bench/nexmark.py --coverage [--events 200000]     # every query once, checked
+    python bench/nexmark.py --literal ...                      # the first harness
 
-Events: sealtime's deterministic Nexmark generator (`sealtime.sources.Nexmark`, Beam's
-rules; seed 0, 10,000 events/s of event time) writes ``--events`` events **once**, before
-any timed run, as Parquet: one file per ``--per-tick`` events (``nexmark-00000.parquet``
-...), each holding all three kinds in one flat table (``_subsource`` = person / auction
-/ bid, plus the union of their columns, null where a column does not apply), with four
-row groups per file so that Spark reads one file with parallel tasks.
+**Queries.** sealtime runs each query as SQL: ``bench/nexmark/_tables.sql`` (person,
+auction and bid as views over the one source) and ``bench/nexmark/qN.sql``, applied to
+the dataflow with `sealtime.sql.pipeline` (what ``sealtime run`` does with a file).
+Spark SS runs its best formulation (`bench.nexmark_queries.SPARK_SS`, each with the
+reason it is the best a Spark expert would write); a query Spark SS cannot run is
+reported with its refusal.
 
-Streaming shape, the same for both systems: one file = ``--per-tick`` events per tick /
-micro-batch.
+**Events and shape.** sealtime's deterministic Nexmark generator (Beam's rules, seed 0,
+10,000 events/s of event time) writes the events once, before any timed run, as Parquet:
+one file per tick (``--per-tick``), all three kinds in one flat table. Both systems read
+one file per tick / micro-batch: sealtime ``Files(max_per_read=per_tick)`` with
+``max_rows_per_tick=per_tick``; Spark SS ``maxFilesPerTrigger=1``,
+``trigger(availableNow=True)``. Lateness 4 s = watermark delay 4 s.
 
-* Spark SS: ``readStream.parquet(dir)`` with ``maxFilesPerTrigger=1``,
-  ``trigger(availableNow=True)``, append output mode, a ``foreachBatch`` sink that
-  collects each micro-batch as Arrow (``toArrow()``).
-* sealtime: ``Files(dir, format="parquet", max_per_read=per_tick)`` as one source with
-  event time ``date_time``, ``max_rows_per_tick=per_tick``, a ``st.sinks.Callback``
-  sink (it also hands each sealed range over as Arrow).
+**The same sink for both** (``--sinks``): ``arrow`` — each range / micro-batch is
+collected as Arrow through `sealtime.spark.frames.to_arrow` (sealtime's ``Callback``
+sink does; Spark SS's ``foreachBatch`` calls the same function); ``discard`` — each is
+written to Spark's ``noop`` sink (sealtime: `NoopSink`; Spark SS: ``foreachBatch`` writing
+``noop``), so nothing reaches Python.
 
-Event time and windows: lateness (sealtime) = watermark delay (Spark SS) = 4 s, as in
-the Flink Nexmark DDL; windows 10 s (q5: sliding, slide 2 s).
+**Durability on both sides.** Spark SS commits its offsets and state to its checkpoint
+every micro-batch. sealtime writes a soft checkpoint of all operator state every
+``--checkpoint-every`` ticks (default 5: ``docs/durability.md`` names no production
+interval; 5 ticks is the interval whose restart ``bench/bench_durability.py`` measures,
+1.0-1.6 s after 12-42 ticks) on top of its ingest log and bindings, which it writes
+every tick.
 
-Per query, after a warm-up of both systems on a small separate data set (it also
-records Spark SS's refusals) and ``--warmup-runs`` untimed runs of each system over the
-benchmark's own events (the JVM's JIT compiler warms the per-row paths of both only on
-data of the real size: a first full-size run was up to 1.8x slower than the next ones),
-``--repeat`` timed runs of each system alternate (Spark SS first in even runs, sealtime first in odd
-ones), in this process, on one SparkSession, a new one per query (Spark SS keeps the
-state of a stopped query in the JVM heap; one session for all queries ran out of
-memory in q7). Each run is timed from the start of the
-streaming run (``flow.run()`` / ``writeStream...start()``) to its end; events/s = events
-in the input / those seconds. Per-tick / per-micro-batch seconds come from sealtime's
-``TickReport.seconds`` and Spark's ``durationMs.triggerExecution``. The tables show the
-median run (by seconds).
+**Method.** Per query: the reference (`bench.nexmark_reference`: pandas over the files,
+written from the query's definition, independent of both systems); a warm-up of both
+systems on small separate files; ``--warmup-runs`` untimed full-size runs of each; then
+``--repeat`` timed runs of each system per sink, alternating (Spark SS first in even
+rounds). Every ``arrow`` run's output is checked against the reference: sealtime's
+updates consolidated into the final contents must equal it; Spark SS's append output
+must equal it (windowed queries: on every window it emitted, since append mode emits a
+window only once the watermark passes it). ``discard`` runs are the same plans with
+another sink (checked through their ``arrow`` twins). events/s = input events / wall
+seconds of the streaming run (``flow.run()`` / ``start()`` to termination).
 
-Checks (untimed): every run's output is compared with a plain Spark batch query over all
-the events. sealtime: the updates of the sink are consolidated (sum of ``_diff`` per
-row) into the final contents, which must equal the reference as a multiset. Spark SS
-(append mode emits a window only after the watermark passes its end, so an availableNow
-run never emits the last ones): unwindowed queries must equal the reference; windowed
-ones must equal it on every window they emitted, and the report gives emitted vs
-expected windows. Queries Spark SS cannot express are reported with its error message
-(q4: every output mode is refused; the script also runs it once, untimed, in update mode
-with Spark's correctness check turned off and reports whether the result is right).
-A system that fails on a query (an engine bug) is reported with its error and the other
-queries go on; the exit status is 1 unless every run of every query matched.
-Results go to bench/results/nexmark.md (``--out``).
+Results go to bench/results/nexmark.md (``--out``); ``--coverage`` to
+bench/results/nexmark_coverage.md.
 """
 
 from __future__ import annotations
@@ -56,210 +54,168 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import pyarrow.compute  # noqa: F401 (pa.compute)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sealtime as st  # noqa: E402
 from bench.machine import describe, revision  # noqa: E402
-from bench.nexmark_queries import LATENESS, QUERIES, WATERMARK, WINDOW_MS, Query  # noqa: E402
-from sealtime.sources.files import Files  # noqa: E402
-from sealtime.sources.nexmark import NEXMARK_SCHEMA, Nexmark  # noqa: E402
-from sealtime.spark.session import get_or_create_session  # noqa: E402
+from bench.nexmark_check import Digest, canonical, check_ties, compare, row_hashes  # noqa: E402
+from bench.nexmark_literal import (  # noqa: E402
+    files_source,
+    input_events,
+    new_session,
+    quantile,
+    spark_stream,
+    write_events,
+)
+from bench.nexmark_queries import LATENESS, SPARK_SS, SparkSS  # noqa: E402
+from bench.nexmark_reference import reference  # noqa: E402
+from bench.nexmark_sql import QUERY_NAMES, apply_query, register_udfs, write_side_input  # noqa: E402
+from sealtime.sinks.base import CommitContext, Sink  # noqa: E402
+from sealtime.spark.frames import to_arrow  # noqa: E402
 
-FILE_PATTERN = "nexmark-*.parquet"
-MANIFEST = "_nexmark.json"  # Spark and `Files` skip names starting with "_"
-ROW_GROUPS_PER_FILE = 4
+RESULTS = Path(__file__).resolve().parent / "results"
 WARM_FILES = 3
+SINKS = ("arrow", "discard")
 
 
-# ------------------------------------------------------------------ events
+class NoopSink(Sink):
+    """Computes each sealed range and discards it: Spark's ``noop`` data source, the
+    same write Spark SS's discarding ``foreachBatch`` does."""
+
+    def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
+        if delta is None:
+            return False
+        delta.write.format("noop").mode("overwrite").save()
+        return True
 
 
-def write_events(out_dir: Path, events: int, per_file: int, seed: int = 0) -> list[Path]:
-    """Nexmark events ``0 .. events - 1`` as Parquet, one file per `per_file` events.
-
-    Reuses the files in `out_dir` when its manifest says they are exactly these."""
-    want = {"events": events, "per_file": per_file, "seed": seed, "row_groups": ROW_GROUPS_PER_FILE}
-    manifest = out_dir / MANIFEST
-    files = sorted(out_dir.glob(FILE_PATTERN))
-    if manifest.exists() and json.loads(manifest.read_text()) == want and files:
-        return files
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest.unlink(missing_ok=True)
-    for old in files:
-        old.unlink()
-    gen = Nexmark(seed=seed, limit=events)
-    paths = []
-    for i, lo in enumerate(range(0, events, per_file)):
-        count = min(per_file, events - lo)
-        path = out_dir / f"nexmark-{i:05d}.parquet"
-        table = gen.generate(lo, count)
-        pq.write_table(table, path, row_group_size=max(1, math.ceil(count / ROW_GROUPS_PER_FILE)))
-        paths.append(path)
-    manifest.write_text(json.dumps(want))
-    return paths
+# ------------------------------------------------------------------ the expected result
 
 
-def files_source(events_dir: Path, per_tick: int) -> Files:
-    return Files(
-        events_dir,
-        format="parquet",
-        schema=NEXMARK_SCHEMA,
-        pattern=FILE_PATTERN,
-        finite=True,
-        settle=0,
-        max_per_read=per_tick,
-    )
+class Expected:
+    """A query's reference, digested: the multiset to compare with, and for windowed
+    results each row's window key (to compare only the windows Spark SS emitted)."""
 
+    def __init__(self, name: str, events_dir: Path) -> None:
+        t0 = time.perf_counter()
+        self.result = reference(name, events_dir)
+        self.columns = self.result.columns
+        self.ties = self.result.ties
+        ss = SPARK_SS.get(name)
+        self.window = ss.window if ss is not None else None
+        cols = self.ties.key if self.ties is not None else self.columns
+        self.digest = Digest.of(self.result.frames(), cols, key_of=self._key_of(cols))
+        self.seconds = time.perf_counter() - t0
 
-def spark_schema():
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(NEXMARK_SCHEMA)
-
-
-# ------------------------------------------------------------------ results as multisets
-
-
-def canonical(table: pa.Table, columns: list[str]) -> pd.DataFrame:
-    """The output columns in a comparable form: timestamps as int64 ms, floats rounded
-    to 6 decimals (sums and averages may differ in the last bit between engines)."""
-    out: dict[str, Any] = {}
-    for name in columns:
-        col = table.column(name)
-        if pa.types.is_timestamp(col.type):
-            # ms precision in the data; Spark's Parquet (INT96) reads as naive UTC ns
-            col = pc.cast(col, pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
-        values = col.to_pandas()
-        if pa.types.is_floating(col.type):
-            values = values.round(6)
-        out[name] = values
-    return pd.DataFrame(out)
-
-
-@dataclass
-class Digest:
-    """A result as row hashes (of the canonical rows), their multiplicities and, for
-    windowed queries, each row's window start; built a table at a time so that a large
-    result never has to be in memory as Python objects all at once."""
-
-    hashes: np.ndarray
-    weights: np.ndarray
-    windows: np.ndarray | None
-    frame: pd.DataFrame | None = None  # the canonical rows, kept for small results
-
-    @classmethod
-    def of(cls, tables, q: Query, diff: bool = False, keep: int = 0) -> Digest:
-        hashes, weights, windows, frames = [], [], [], []
-        for t in tables:
-            if t.num_rows == 0:
-                continue
-            df = canonical(t, q.columns)
-            hashes.append(pd.util.hash_pandas_object(df, index=False).to_numpy())
-            weights.append(
-                t.column("_diff").to_numpy().astype(np.int64)
-                if diff
-                else np.ones(len(df), dtype=np.int64)
-            )
-            if q.window_of is not None:
-                windows.append(window_keys(df, q))
-            if keep:
-                frames.append(df)
-        n = sum(len(h) for h in hashes)
-        return cls(
-            np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64),
-            np.concatenate(weights) if weights else np.zeros(0, dtype=np.int64),
-            None
-            if q.window_of is None
-            else (np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)),
-            pd.concat(frames, ignore_index=True) if frames and n <= keep else None,
-        )
+    def _key_of(self, cols: list[str]) -> Callable[[pd.DataFrame], np.ndarray] | None:
+        if self.window is None or not set(self.window) <= set(cols):
+            return None
+        return lambda df: window_key(df, self.window)
 
     def rows(self) -> int:
-        return int(self.weights.sum())
+        return self.digest.rows()
 
-    def multiset(self, mask: np.ndarray | None = None) -> pd.Series:
-        """Row hash -> multiplicity (0 dropped), optionally of the rows in `mask`."""
-        h, w = (
-            (self.hashes, self.weights)
-            if mask is None
-            else (
-                self.hashes[mask],
-                self.weights[mask],
-            )
-        )
-        keys, inverse = np.unique(h, return_inverse=True)
-        counts = np.bincount(inverse, weights=w, minlength=len(keys)).astype(np.int64)
-        keep = counts != 0
-        return pd.Series(counts[keep], index=pd.Index(keys[keep], dtype="uint64"))
+    def windows(self) -> int | None:
+        return None if self.digest.keys is None else len(np.unique(self.digest.keys))
 
 
-def compare(got: pd.Series, want: pd.Series) -> dict[str, int | bool]:
-    """Equal as multisets? With the number of rows missing from `got` and extra in it."""
-    diff = got.sub(want, fill_value=0)
-    return {
-        "ok": bool((diff == 0).all()) and bool((got > 0).all()),
-        "missing": int(-diff[diff < 0].sum()),
-        "extra": int(diff[diff > 0].sum()),
-    }
+def window_key(df: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """One int64 per row of a canonical frame: the row's window (its window columns)."""
+    return row_hashes(df[columns]).view(np.int64)
 
 
-def window_keys(df: pd.DataFrame, q: Query) -> np.ndarray:
-    col, floor = q.window_of
-    v = df[col].to_numpy(dtype=np.int64)
-    return v - np.mod(v, floor)
+def check_sealtime(tables: list[pa.Table], exp: Expected) -> dict[str, Any]:
+    """sealtime's updates, consolidated, against the whole reference."""
+    if exp.ties is not None:
+        res = check_ties(tables, exp.ties, exp.columns, exp.digest.multiset(), diff=True)
+    else:
+        res = compare(Digest.of(tables, exp.columns, diff=True).multiset(), exp.digest.multiset())
+    res["rows"] = int(sum(pa.compute.sum(t.column("_diff")).as_py() or 0 for t in tables))
+    res["updates"] = sum(t.num_rows for t in tables)
+    return res
 
 
-def quantile(values: list[float], q: float) -> float:
-    """Nearest-rank quantile (p99 of 20 ticks is the largest)."""
-    s = sorted(values)
-    return s[max(0, math.ceil(q * len(s)) - 1)]
+def check_spark_ss(tables: list[pa.Table], exp: Expected, ss: SparkSS) -> dict[str, Any]:
+    """Spark SS's output against the reference: all of it, or the windows it emitted
+    (append mode), or its last row per key (update mode)."""
+    if ss.upsert_key is not None:
+        frames = [canonical(t, exp.columns) for t in tables if t.num_rows]
+        df = pd.concat(frames, ignore_index=True) if frames else canonical(pa.table({}), [])
+        last = df.drop_duplicates(ss.upsert_key, keep="last")
+        res = compare(Digest.of([last], exp.columns).multiset(), exp.digest.multiset())
+        res["rows"] = len(last)
+        return res
+    if exp.ties is not None:
+        res = check_ties(tables, exp.ties, exp.columns, exp.digest.multiset(), diff=False)
+        res["rows"] = sum(t.num_rows for t in tables)
+        return res
+    if ss.window is None:
+        got = Digest.of(tables, exp.columns)
+        res = compare(got.multiset(), exp.digest.multiset())
+        res["rows"] = got.rows()
+        return res
+    got = Digest.of(tables, exp.columns, key_of=lambda df: window_key(df, ss.window))
+    emitted = np.unique(got.keys)
+    mask = np.isin(exp.digest.keys, emitted)
+    res = compare(got.multiset(), exp.digest.multiset(mask))
+    res["rows"] = got.rows()
+    res["windows"] = len(emitted)
+    res["all_windows"] = exp.windows()
+    return res
 
 
-# ------------------------------------------------------------------ the runs
-
-
-def input_events(events_dir: Path) -> int:
-    """Events in the input: rows of the Parquet files (from their footers)."""
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in sorted(events_dir.glob(FILE_PATTERN)))
+# ------------------------------------------------------------------ one run of each system
 
 
 def run_sealtime(
-    spark, q: Query, events_dir: Path, data_dir: Path, per_tick: int, partitions: int
+    spark,
+    name: str,
+    events_dir: Path,
+    data_dir: Path,
+    per_tick: int,
+    *,
+    sink: str,
+    checkpoint_every: int | None,
+    partitions: int,
+    base_dir: Path,
 ) -> dict[str, Any]:
     flow = st.Dataflow(
-        f"nexmark-{q.name}",
+        f"nexmark-{name}",
         data_dir=str(data_dir),
         spark=spark,
         record=False,
         shuffle_partitions=partitions,
+        checkpoint_every=checkpoint_every,
     )
+    emitted: list[pa.Table] = []
     try:
-        nx = flow.source(
+        flow.source(
             "nexmark",
             files_source(events_dir, per_tick),
             time="date_time",
             lateness=LATENESS,
             max_rows_per_tick=per_tick,
         )
-        emitted: list[pa.Table] = []
-        q.sealtime(nx).sink(st.sinks.Callback(lambda t, lo, hi: emitted.append(t)))
+        coll = apply_query(flow, name, base_dir)
+        if sink == "arrow":
+            coll.sink(st.sinks.Callback(lambda t, lo, hi: emitted.append(t)))
+        else:
+            coll.sink(NoopSink())
         t0 = time.perf_counter()
         reports = flow.run()
         seconds = time.perf_counter() - t0
@@ -267,259 +223,203 @@ def run_sealtime(
         flow.close()
     events = input_events(events_dir)
     ticks = [r.seconds for r in reports]
+    rows_read = sum(r.rows_in for r in reports)
     return {
         "events": events,
-        "rows_read": sum(r.rows_in for r in reports),
+        "rows_read": rows_read,
         "seconds": seconds,
         "events_per_s": events / seconds,
         "ticks": len(ticks),
+        "checkpoints": len(ticks) // checkpoint_every if checkpoint_every else 0,
         "p50": statistics.median(ticks),
         "p99": quantile(ticks, 0.99),
+        "first_tick": ticks[0] if ticks else float("nan"),
         "tables": emitted,
     }
 
 
-def check_sealtime(run: dict[str, Any], q: Query, truth: Digest) -> None:
-    tables = run.pop("tables")
-    run["updates"] = sum(t.num_rows for t in tables)
-    got = Digest.of(tables, q, diff=True).multiset()
-    del tables
-    run.update(compare(got, truth.multiset()))
-    run["rows"] = int(got.sum())
-    if run["rows_read"] != run["events"]:  # the source must have read every event once
-        run["ok"] = False
-
-
-def _spark_ss_writer(df, checkpoint: Path, mode: str, collect):
-    return (
-        df.writeStream.outputMode(mode)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .foreachBatch(collect)
-    )
-
-
-def spark_stream(spark, events_dir: Path):
-    return (
-        spark.readStream.schema(spark_schema())
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(events_dir))
-    )
-
-
-def run_spark_ss(spark, q: Query, events_dir: Path, checkpoint: Path) -> dict[str, Any]:
+def run_spark_ss(
+    spark, name: str, events_dir: Path, checkpoint: Path, *, sink: str, base_dir: Path
+) -> dict[str, Any]:
+    ss = SPARK_SS[name]
     emitted: list[pa.Table] = []
 
-    def collect(batch_df, batch_id: int) -> None:
-        emitted.append(batch_df.toArrow())
+    def on_batch(batch_df, batch_id: int) -> None:
+        df = ss.per_batch(batch_df) if ss.per_batch is not None else batch_df
+        if sink == "arrow":
+            emitted.append(to_arrow(df))
+        else:
+            df.write.format("noop").mode("overwrite").save()
 
-    df = q.spark_ss(spark_stream(spark, events_dir))
-    writer = _spark_ss_writer(df, checkpoint, "append", collect)
-    t0 = time.perf_counter()
-    query = writer.start()
-    query.awaitTermination()
-    seconds = time.perf_counter() - t0
-    if query.exception() is not None:
-        raise RuntimeError(f"Spark SS query {q.name} failed: {query.exception()}")
-    progress = [json.loads(p.json) for p in query.recentProgress]
-    last_batch = progress[-1]["batchId"] if progress else -1
-    if len(progress) != last_batch + 1:
-        raise RuntimeError(
-            f"Spark SS {q.name}: {len(progress)} progress reports for {last_batch + 1} "
-            "micro-batches; raise spark.sql.streaming.numRecentProgressUpdates"
+    previous = {k: spark.conf.get(k, None) for k in ss.conf}
+    for k, v in ss.conf.items():
+        spark.conf.set(k, v)
+    try:
+        df = ss.build(spark_stream(spark, events_dir), base_dir)
+        writer = (
+            df.writeStream.outputMode(ss.mode)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .foreachBatch(on_batch)
         )
+        t0 = time.perf_counter()
+        query = writer.start()
+        query.awaitTermination()
+        seconds = time.perf_counter() - t0
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+    if query.exception() is not None:
+        raise RuntimeError(f"Spark SS query {name} failed: {query.exception()}")
+    progress = [json.loads(p.json) for p in query.recentProgress]
     batches = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
-    # Not the sum of numInputRows: a query that reads the stream twice (a self-join, e.g.
-    # persons and auctions) counts every row once per scan.
     events = input_events(events_dir)
-    watermark = (progress[-1].get("eventTime") or {}).get("watermark") if progress else None
     return {
         "events": events,
         "rows_read": sum(int(p.get("numInputRows", 0)) for p in progress),
         "seconds": seconds,
         "events_per_s": events / seconds,
         "ticks": len(batches),
-        "data_batches": sum(1 for p in progress if int(p.get("numInputRows", 0)) > 0),
-        "p50": statistics.median(batches),
-        "p99": quantile(batches, 0.99),
-        "watermark_ms": None
-        if watermark is None
-        else int(pd.Timestamp(watermark).value // 1_000_000),
+        "p50": statistics.median(batches) if batches else float("nan"),
+        "p99": quantile(batches, 0.99) if batches else float("nan"),
+        "first_tick": batches[0] if batches else float("nan"),
         "tables": emitted,
     }
-
-
-def check_spark_ss(run: dict[str, Any], q: Query, truth: Digest) -> None:
-    got = Digest.of(run.pop("tables"), q)
-    run["rows"] = got.rows()
-    if q.window_of is None:
-        run.update(compare(got.multiset(), truth.multiset()))
-        return
-    emitted = np.unique(got.windows)
-    in_emitted = np.isin(truth.windows, emitted)
-    run.update(compare(got.multiset(), truth.multiset(in_emitted)))
-    run["expected_rows"] = int(truth.weights[in_emitted].sum())
-    run["windows"] = len(emitted)
-    windows = np.unique(truth.windows)
-    run["all_windows"] = len(windows)
-    wm = run.get("watermark_ms")
-    closed = windows if wm is None else windows[windows + WINDOW_MS <= wm]
-    run["closed_windows"] = len(closed)
-    run["closed_not_emitted"] = int(len(np.setdiff1d(closed, emitted)))
-
-
-def spark_ss_refusals(spark, q: Query, events_dir: Path, work: Path) -> list[tuple[str, str]]:
-    """Start each attempted formulation; return (output mode, Spark's message) for each
-    refusal. Raises if Spark accepts one (then the query should be benchmarked)."""
-    from pyspark.errors import AnalysisException, StreamingQueryException
-
-    refusals = []
-    for i, (mode, build) in enumerate(q.spark_ss_attempts):
-        try:
-            df = build(spark_stream(spark, events_dir))
-            query = _spark_ss_writer(
-                df, work / f"refused-{q.name}-{i}", mode, lambda b, i: None
-            ).start()
-            query.awaitTermination()
-        except (AnalysisException, StreamingQueryException) as exc:
-            refusals.append((mode, _first_sentence(str(exc))))
-            continue
-        raise RuntimeError(f"Spark SS accepted {q.name} in {mode} mode; benchmark it instead")
-    return refusals
-
-
-def _first_sentence(message: str) -> str:
-    line = message.strip().splitlines()[0].strip()
-    return line if len(line) <= 900 else line[:897] + "..."
-
-
-def q4_forced_update(spark, q: Query, events_dir: Path, work: Path, truth_df: pd.DataFrame):
-    """q4 in update mode with Spark's correctness check turned off (untimed): does the
-    final average per category equal the batch reference?"""
-    key = "spark.sql.streaming.statefulOperator.checkCorrectness.enabled"
-    emitted: list[pa.Table] = []
-    previous = spark.conf.get(key)
-    spark.conf.set(key, "false")
-    try:
-        build = dict(q.spark_ss_attempts)["update"]
-        df = build(spark_stream(spark, events_dir))
-        query = _spark_ss_writer(
-            df, work / "q4-forced", "update", lambda b, i: emitted.append(b.toArrow())
-        ).start()
-        query.awaitTermination()
-    finally:
-        spark.conf.set(key, previous)
-    if not emitted:
-        return {"ok": False, "rows": 0}
-    last = canonical(pa.concat_tables(emitted), q.columns).drop_duplicates("category", keep="last")
-    merged = last.merge(truth_df, on="category", how="outer", suffixes=("", "_truth"))
-    ok = len(merged) == len(truth_df) and bool(
-        np.allclose(merged["average"], merged["average_truth"], rtol=1e-12, equal_nan=False)
-    )
-    worst = float((merged["average"] / merged["average_truth"] - 1).abs().max())
-    return {"ok": ok, "categories": len(last), "worst_rel_error": worst}
 
 
 # ------------------------------------------------------------------ one query
 
 
 def _error(exc: BaseException) -> str:
-    """One line: the exception, or for an error raised in a Python worker / in Spark the
-    innermost ``SomethingError: message`` line of the message."""
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    inner = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception)\b.*:", ln)]
-    line = inner[-1] if inner else (lines[0] if lines else "")
-    return f"{type(exc).__name__}: {line}"[:600].replace("`", "'")
+    from bench.nexmark_literal import _error as err
+
+    return err(exc)
 
 
-def reference(q: Query, all_events, path: Path) -> Digest:
-    """The batch reference, written by Spark as Parquet and read back a batch at a time
-    (a large result, e.g. q0's, would exceed spark.driver.maxResultSize if collected)."""
-    q.batch(all_events).write.mode("overwrite").parquet(str(path))
-    files = sorted(p for p in path.glob("*.parquet") if not p.name.startswith(("_", ".")))
-    tables = (
-        pa.Table.from_batches([b])
-        for f in files
-        for b in pq.ParquetFile(f).iter_batches(batch_size=1 << 20)
-    )
-    digest = Digest.of(tables, q, keep=10_000)
-    shutil.rmtree(path, ignore_errors=True)
-    return digest
+def bench_query(spark, name: str, args, work: Path, events: dict[int, Path], warm: Path):
+    """Reference, warm-up, checked and timed runs of one query at every tick size."""
+    res: dict[str, Any] = {"errors": {}, "sizes": {}}
+    systems = [s for s in args.systems if s != "spark_ss" or name in SPARK_SS]
+    for per_tick, events_dir in events.items():
+        exp = Expected(name, events_dir)
+        size: dict[str, Any] = {
+            "reference_rows": exp.rows(),
+            "reference_windows": exp.windows(),
+            "reference_seconds": exp.seconds,
+            "runs": {(s, k): [] for s in systems for k in args.sinks},
+        }
+        res["sizes"][per_tick] = size
 
+        def one(system, sink, events_dir, per, tag, check, exp=exp, size=size):
+            if system in res["errors"]:
+                return
+            d = work / f"{tag}-{system}-{name}-{per}-{sink}"
+            try:
+                if system == "sealtime":
+                    r = run_sealtime(
+                        spark,
+                        name,
+                        events_dir,
+                        d,
+                        per,
+                        sink=sink,
+                        checkpoint_every=args.checkpoint_every,
+                        partitions=args.shuffle_partitions,
+                        base_dir=work,
+                    )
+                else:
+                    r = run_spark_ss(spark, name, events_dir, d, sink=sink, base_dir=work)
+                tables = r.pop("tables")
+                if check and sink == "arrow":
+                    r.update(
+                        check_sealtime(tables, exp)
+                        if system == "sealtime"
+                        else check_spark_ss(tables, exp, SPARK_SS[name])
+                    )
+                    if system == "sealtime" and r["rows_read"] != r["events"]:
+                        r["ok"] = False
+                del tables
+                if tag == "run":
+                    size["runs"][(system, sink)].append(r)
+                print(
+                    f"{name} {per:,}/tick {system} {sink} {tag}: {r['seconds']:.2f} s"
+                    + (f", ok={r.get('ok')}" if check and sink == "arrow" else ""),
+                    flush=True,
+                )
+            except Exception as exc:  # an engine bug: report it, go on with the rest
+                traceback.print_exc()
+                res["errors"][system] = _error(exc)
+                print(f"{name} {system} failed: {res['errors'][system]}", flush=True)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
 
-def bench_query(spark, q: Query, all_events, events_dir, warm_dir, warm_per, work, args):
-    """Reference, warm-up and the alternating timed runs of one query. A system that
-    fails (an engine bug) is recorded with its error and not run again for this query."""
-    partitions = args.shuffle_partitions
-    t0 = time.perf_counter()
-    truth = reference(q, all_events, work / f"reference-{q.name}")
-    res: dict[str, Any] = {
-        "reference_rows": truth.rows(),
-        "reference_seconds": time.perf_counter() - t0,
-        "sealtime": [],
-        "spark_ss": [],
-        "errors": {},
-    }
-    if q.window_of is not None:
-        res["reference_windows"] = len(np.unique(truth.windows))
-
-    def sealtime_run(events: Path, data_dir: Path, per_tick: int, check: bool) -> None:
-        try:
-            r = run_sealtime(spark, q, events, data_dir, per_tick, partitions)
-            if check:
-                check_sealtime(r, q, truth)
-                res["sealtime"].append(r)
-                print(f"{q.name} sealtime: {r['seconds']:.2f} s, ok={r['ok']}", flush=True)
-        except Exception as exc:  # an engine bug: report it, go on with the rest
-            traceback.print_exc()
-            res["errors"]["sealtime"] = _error(exc)
-            print(f"{q.name} sealtime failed: {res['errors']['sealtime']}", flush=True)
-        finally:
-            shutil.rmtree(data_dir, ignore_errors=True)
-
-    def spark_ss_run(events: Path, ckpt: Path, check: bool) -> None:
-        try:
-            r = run_spark_ss(spark, q, events, ckpt)
-            if check:
-                check_spark_ss(r, q, truth)
-                res["spark_ss"].append(r)
-                print(f"{q.name} Spark SS: {r['seconds']:.2f} s, ok={r['ok']}", flush=True)
-        except Exception as exc:
-            traceback.print_exc()
-            res["errors"]["spark_ss"] = _error(exc)
-            print(f"{q.name} Spark SS failed: {res['errors']['spark_ss']}", flush=True)
-        finally:
-            shutil.rmtree(ckpt, ignore_errors=True)
-
-    # Warm-up: both systems, this query, a small separate data set (untimed).
-    sealtime_run(warm_dir, work / f"warm-st-{q.name}", warm_per, check=False)
-    if q.spark_ss is not None:
-        spark_ss_run(warm_dir, work / f"warm-ss-{q.name}", check=False)
-    else:
-        res["refusals"] = spark_ss_refusals(spark, q, warm_dir, work)
-    # Full-size warm-up (untimed, unchecked): the JIT compiles the hot loops of the scan,
-    # the shuffle and the Arrow conversions on batches of the real size.
-    for k in range(args.warmup_runs):
-        for system in ("ss", "st") if k % 2 == 0 else ("st", "ss"):
-            if system == "st" and "sealtime" not in res["errors"]:
-                sealtime_run(events_dir, work / f"warm-st-{q.name}-{k}", args.per_tick, False)
-            elif system == "ss" and q.spark_ss is not None and "spark_ss" not in res["errors"]:
-                spark_ss_run(events_dir, work / f"warm-ss-{q.name}-{k}", check=False)
-    for i in range(args.repeat):
-        for system in ("ss", "st") if i % 2 == 0 else ("st", "ss"):
-            if system == "st" and "sealtime" not in res["errors"]:
-                sealtime_run(events_dir, work / f"st-{q.name}-{i}", args.per_tick, check=True)
-            elif system == "ss" and q.spark_ss is not None and "spark_ss" not in res["errors"]:
-                spark_ss_run(events_dir, work / f"ss-{q.name}-{i}", check=True)
-    if q.name == "q4" and q.spark_ss is None and q.spark_ss_attempts:
-        try:
-            res["forced_update"] = q4_forced_update(spark, q, events_dir, work, truth.frame)
-        except Exception as exc:
-            res["forced_update"] = {"error": _error(exc)}
+        if per_tick == min(events):
+            for system in systems:
+                one(system, "arrow", warm, min(per_tick, 50_000), "warm", False)
+        for k in range(args.warmup_runs):
+            for system in systems if k % 2 == 0 else systems[::-1]:
+                one(system, args.sinks[0], events_dir, per_tick, "warmup", False)
+        for i in range(args.repeat):
+            for sink in args.sinks:
+                for system in systems if i % 2 == 0 else systems[::-1]:
+                    one(system, sink, events_dir, per_tick, "run", True)
     return res
 
 
-# ------------------------------------------------------------------ main
+# ------------------------------------------------------------------ coverage
+
+
+def coverage(spark, args, work: Path, events_dir: Path, per_tick: int) -> dict[str, Any]:
+    """Every query once on each system that runs it, checked against its reference."""
+    out: dict[str, Any] = {}
+    for name in args.queries:
+        row: dict[str, Any] = {}
+        try:
+            exp = Expected(name, events_dir)
+            row["reference_rows"] = exp.rows()
+        except Exception as exc:
+            traceback.print_exc()
+            row["reference_error"] = _error(exc)
+            out[name] = row
+            continue
+        for system in args.systems:
+            if system == "spark_ss" and name not in SPARK_SS:
+                continue
+            d = work / f"cov-{system}-{name}"
+            try:
+                if system == "sealtime":
+                    r = run_sealtime(
+                        spark,
+                        name,
+                        events_dir,
+                        d,
+                        per_tick,
+                        sink="arrow",
+                        checkpoint_every=args.checkpoint_every,
+                        partitions=args.shuffle_partitions,
+                        base_dir=work,
+                    )
+                    r.update(check_sealtime(r.pop("tables"), exp))
+                else:
+                    r = run_spark_ss(spark, name, events_dir, d, sink="arrow", base_dir=work)
+                    r.update(check_spark_ss(r.pop("tables"), exp, SPARK_SS[name]))
+                row[system] = r
+            except Exception as exc:
+                row[system] = {"error": _error(exc)}
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            print(
+                f"coverage {name} {system}: {row[system].get('ok', row[system].get('error'))}",
+                flush=True,
+            )
+        out[name] = row
+    return out
+
+
+# ------------------------------------------------------------------ report
 
 
 def _load() -> str:
@@ -534,292 +434,238 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def new_session(partitions: int):
-    """The benchmark's SparkSession: sealtime's defaults, `partitions` shuffle
-    partitions, and every micro-batch's progress kept."""
-    conf = {
-        "spark.sql.shuffle.partitions": str(partitions),
-        "spark.sql.streaming.numRecentProgressUpdates": "100000",
-    }
-    spark = get_or_create_session(app_name="sealtime-bench-nexmark", conf=conf)
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    return spark
+def render(args, cmd, results, load_before, load_after, total_seconds, rev) -> str:
+    lines = [
+        "## Nexmark: sealtime vs Spark Structured Streaming (fair harness)",
+        "",
+        f"Machine: {describe()}. Command: `{cmd.strip()}`. Load average (1/5/15 min) "
+        f"before: {load_before}; after: {load_after}. Whole script: "
+        f"{total_seconds / 60:.1f} min. sealtime: {rev}.",
+        "",
+        f"**Terms.** {args.events:,} events of sealtime's Nexmark generator, one Parquet "
+        "file per tick / micro-batch for both systems. sealtime runs the SQL files of "
+        "`bench/nexmark/` and checkpoints all operator state every "
+        f"{args.checkpoint_every} ticks (besides its ingest log and bindings every tick); "
+        "Spark SS runs its best formulation (`bench/nexmark_queries.py`, `SPARK_SS`) and "
+        "commits its checkpoint every micro-batch. Sinks: **arrow** = both collect each "
+        "range / micro-batch through `sealtime.spark.frames.to_arrow`; **discard** = both "
+        "write it to Spark's `noop` sink. Spark: local[*], driver 4g, AQE off, "
+        f"`spark.sql.shuffle.partitions={args.shuffle_partitions}`, HDFS-backed state "
+        f"store. Median of {args.repeat} alternating runs of each system per sink, after "
+        f"a warm-up on small files and {args.warmup_runs} untimed full-size run(s); every "
+        "arrow run checked against the independent reference (`bench/nexmark_reference.py`).",
+        "",
+    ]
+    for per_tick in args.per_tick:
+        for sink in args.sinks:
+            lines += [
+                f"### {per_tick:,} events per tick, sink: {sink}",
+                "",
+                "| query | sealtime events/s | Spark SS events/s | ratio | sealtime tick p50 / p99 s "
+                "| Spark SS batch p50 / p99 s | checked |",
+                "|---|---:|---:|---:|---:|---:|---|",
+            ]
+            ratios = []
+            for name in args.queries:
+                res = results[name]
+                size = res["sizes"].get(per_tick)
+                if size is None:
+                    continue
+                sl_runs = size["runs"].get(("sealtime", sink), [])
+                ss_runs = size["runs"].get(("spark_ss", sink), [])
+                sl = _median_run(sl_runs) if sl_runs else None
+                ss = _median_run(ss_runs) if ss_runs else None
+                cells = []
+                cells.append(
+                    f"{sl['events_per_s']:,.0f}"
+                    if sl
+                    else "failed"
+                    if "sealtime" in res["errors"]
+                    else "-"
+                )
+                if name not in SPARK_SS:
+                    cells.append("cannot run")
+                else:
+                    cells.append(
+                        f"{ss['events_per_s']:,.0f}"
+                        if ss
+                        else "failed"
+                        if "spark_ss" in res["errors"]
+                        else "-"
+                    )
+                if sl and ss:
+                    ratio = sl["events_per_s"] / ss["events_per_s"]
+                    ratios.append(ratio)
+                    cells.append(f"{ratio:.2f}x")
+                else:
+                    cells.append("-")
+                cells.append(f"{sl['p50']:.2f} / {sl['p99']:.2f} ({sl['ticks']})" if sl else "-")
+                cells.append(f"{ss['p50']:.2f} / {ss['p99']:.2f} ({ss['ticks']})" if ss else "-")
+                checks = []
+                for system, runs in (("sealtime", sl_runs), ("Spark SS", ss_runs)):
+                    checked = [r for r in runs if "ok" in r]
+                    if checked:
+                        ok = all(r["ok"] for r in checked)
+                        checks.append(
+                            f"{system} {'equal' if ok else '**differs**'} ({len(checked)} runs)"
+                        )
+                for system, err in res["errors"].items():
+                    checks.append(f"{system} failed: `{err}`")
+                lines.append(
+                    f"| {name} | " + " | ".join(cells) + f" | {'; '.join(checks) or '-'} |"
+                )
+            lines += [
+                "",
+                f"Geometric mean over the {len(ratios)} queries both run: **{_geomean(ratios):.2f}x**.",
+                "",
+            ]
+    lines.append(
+        "Seconds per run (in run order): "
+        + "; ".join(
+            f"{name} {per:,}/{sink}: "
+            + ", ".join(
+                f"{'st' if system == 'sealtime' else 'ss'} "
+                + "/".join(f"{r['seconds']:.2f}" for r in runs)
+                for (system, s), runs in results[name]["sizes"][per]["runs"].items()
+                if s == sink and runs
+            )
+            for name in args.queries
+            for per in args.per_tick
+            if per in results[name]["sizes"]
+            for sink in args.sinks
+        )
+        + "."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_coverage(args, cmd, cov, load, rev) -> str:
+    lines = [
+        "## Nexmark q0-q23: coverage, every query checked against an independent reference",
+        "",
+        f"Machine: {describe()}. Command: `{cmd.strip()}`. Load average: {load}. sealtime: {rev}.",
+        "",
+        f"{args.events:,} events, {args.per_tick[0]:,} per tick; sealtime runs "
+        "`bench/nexmark/qN.sql`; Spark SS its best formulation where it has one. The "
+        "reference is pandas over the event files (`bench/nexmark_reference.py`).",
+        "",
+        "| query | reference rows | sealtime | Spark SS |",
+        "|---|---:|---|---|",
+    ]
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return "-"
+        if "error" in r:
+            return f"fails: `{r['error']}`"
+        text = "equal" if r["ok"] else f"**differs** (missing {r['missing']}, extra {r['extra']})"
+        if "windows" in r:
+            text += f" on {r['windows']} of {r['all_windows']} windows emitted"
+        return f"{text}; {r['seconds']:.1f} s"
+
+    for name in args.queries:
+        row = cov[name]
+        if "reference_error" in row:
+            lines.append(f"| {name} | reference failed: `{row['reference_error']}` | - | - |")
+            continue
+        ss = row.get("spark_ss") if name in SPARK_SS else {"error": "no formulation (below)"}
+        lines.append(
+            f"| {name} | {row['reference_rows']:,} | {cell(row.get('sealtime'))} | {cell(ss)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ main
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--literal" in argv:
+        from bench.nexmark_literal import main as literal
+
+        argv.remove("--literal")
+        return literal(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=10_000_000)
-    ap.add_argument("--per-tick", type=int, default=500_000, help="events per tick / batch")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each system (alternating)")
     ap.add_argument(
-        "--warmup-runs",
-        type=int,
-        default=1,
-        help="untimed full-size runs of each system before the timed ones (JIT warm-up)",
+        "--per-tick", default="100000,500000", help="events per tick, e.g. 10000,100000"
     )
-    ap.add_argument("--queries", default=",".join(QUERIES), help="e.g. q0,q3")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--warmup-runs", type=int, default=1)
+    ap.add_argument("--queries", default=",".join(QUERY_NAMES))
+    ap.add_argument("--systems", default="sealtime,spark_ss")
+    ap.add_argument("--sinks", default=",".join(SINKS))
+    ap.add_argument("--checkpoint-every", type=int, default=5, help="sealtime: ticks (0: none)")
     ap.add_argument("--shuffle-partitions", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--coverage", action="store_true", help="every query once, checked")
     ap.add_argument("--data-dir", help="keep the Parquet events here (reused when they match)")
-    ap.add_argument("--work-dir", help="parent of the temporary directory")
-    ap.add_argument(
-        "--out", default=str(Path(__file__).resolve().parent / "results" / "nexmark.md")
-    )
+    ap.add_argument("--work-dir")
+    ap.add_argument("--out")
     args = ap.parse_args(argv)
-    names = [n.strip() for n in args.queries.split(",") if n.strip()]
-    unknown = [n for n in names if n not in QUERIES]
-    if unknown:
-        ap.error(f"--queries: unknown {unknown}; choose from {', '.join(QUERIES)}")
-    if args.events < 1 or args.per_tick < 1 or args.repeat < 1:
-        ap.error("--events, --per-tick and --repeat must be >= 1")
-    if args.warmup_runs < 0:
-        ap.error("--warmup-runs must be >= 0")
-    partitions = args.shuffle_partitions
-    cmd = "python bench/nexmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
-
+    args.per_tick = [int(x) for x in args.per_tick.split(",") if x.strip()]
+    args.queries = [q.strip() for q in args.queries.split(",") if q.strip()]
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    args.sinks = [s.strip() for s in args.sinks.split(",") if s.strip()]
+    bad = [q for q in args.queries if q not in QUERY_NAMES]
+    if bad:
+        ap.error(f"--queries: unknown {bad}")
+    if set(args.sinks) - set(SINKS) or set(args.systems) - {"sealtime", "spark_ss"}:
+        ap.error("--sinks: arrow, discard; --systems: sealtime, spark_ss")
+    args.checkpoint_every = args.checkpoint_every or None
+    cmd = "python bench/nexmark.py " + " ".join(argv)
     t_start = time.perf_counter()
-    revision_text = revision()
-    spark = new_session(partitions)
+    rev = revision()
     work = Path(tempfile.mkdtemp(prefix="sealtime-nexmark-", dir=args.work_dir))
     load_before = _load()
-    results: dict[str, dict[str, Any]] = {}
+    spark = new_session(args.shuffle_partitions)
+    register_udfs(spark)
+    write_side_input(work)
     try:
-        events_dir = Path(args.data_dir) if args.data_dir else work / "events"
-        t0 = time.perf_counter()
-        paths = write_events(events_dir, args.events, args.per_tick, args.seed)
-        gen_seconds = time.perf_counter() - t0
-        data_bytes = sum(p.stat().st_size for p in paths)
-        warm_per = min(args.per_tick, 50_000)
-        warm_dir = work / "warm"
-        write_events(warm_dir, WARM_FILES * warm_per, warm_per, args.seed + 1)
-        print(
-            f"events: {args.events:,} in {len(paths)} files ({data_bytes / 1e6:.0f} MB) "
-            f"in {gen_seconds:.1f} s",
-            flush=True,
-        )
-        for i, name in enumerate(names):
-            if i:
-                # A new session per query (same process, shared by both systems): Spark
-                # SS's HDFS-backed state maps stay in the JVM heap after a query stops,
-                # and one long session ran q7 out of memory (AGGREGATE_OUT_OF_MEMORY,
-                # both systems) after q4 and q5 in a 10M-event run.
-                spark.stop()
-                spark = new_session(partitions)
-            all_events = spark.read.schema(spark_schema()).parquet(str(events_dir))
-            results[name] = bench_query(
-                spark, QUERIES[name], all_events, events_dir, warm_dir, warm_per, work, args
+        root = Path(args.data_dir) if args.data_dir else work / "events"
+        events = {}
+        for per in args.per_tick:
+            events[per] = root / f"per{per}"
+            write_events(events[per], args.events, per)
+        if args.coverage:
+            per = args.per_tick[0]
+            cov = coverage(spark, args, work, events[per], per)
+            text = render_coverage(args, cmd, cov, load_before, rev)
+            ok = all(
+                r.get(s, {}).get("ok", True) and "error" not in r.get(s, {})
+                for r in cov.values()
+                for s in args.systems
             )
+            out = Path(args.out or RESULTS / "nexmark_coverage.md")
+        else:
+            warm = work / "warm"
+            write_events(warm, WARM_FILES * 50_000, 50_000, seed=1)
+            results = {}
+            for i, name in enumerate(args.queries):
+                if i:
+                    spark.stop()  # Spark SS keeps a stopped query's state in the heap
+                    spark = new_session(args.shuffle_partitions)
+                    register_udfs(spark)
+                results[name] = bench_query(spark, name, args, work, events, warm)
+            text = render(
+                args, cmd, results, load_before, _load(), time.perf_counter() - t_start, rev
+            )
+            ok = all(
+                not r["errors"]
+                and all(
+                    x.get("ok", True)
+                    for s in r["sizes"].values()
+                    for runs in s["runs"].values()
+                    for x in runs
+                )
+                for r in results.values()
+            )
+            out = Path(args.out or RESULTS / "nexmark.md")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    load_after = _load()
-    total_seconds = time.perf_counter() - t_start
-
-    text = render(args, cmd, names, results, load_before, load_after, total_seconds, revision_text)
     print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text, encoding="utf-8")
-    return 0 if all(_all_ok(r) for r in results.values()) else 1
-
-
-def _all_ok(res: dict[str, Any]) -> bool:
-    runs = res["sealtime"] + res["spark_ss"]
-    return not res["errors"] and bool(res["sealtime"]) and all(r["ok"] for r in runs)
-
-
-def _rows(n: int) -> str:
-    return f"{n:,} row" + ("" if n == 1 else "s")
-
-
-def _rate(x: float) -> str:
-    return f"{x:,.0f}"
-
-
-def render(args, cmd, names, results, load_before, load_after, total_seconds, revision) -> str:
-    per_tick = args.per_tick
-    files = math.ceil(args.events / per_tick)
-    lines = [
-        "## Nexmark: sealtime vs Spark Structured Streaming",
-        "",
-        f"Machine: {describe()}. Command: `{cmd.strip()}`. Load average (1/5/15 min) "
-        f"before: {load_before}; after: {load_after} (a shared 2-core machine: other "
-        f"processes compete for the cores, so wall times are noisy). Whole script: "
-        f"{total_seconds / 60:.1f} min. sealtime: {revision}.",
-        "",
-        f"**Workload.** {args.events:,} events of sealtime's Nexmark generator (Beam's "
-        f"deterministic rules, seed {args.seed}, 10,000 events/s of event time: 2 % persons, "
-        f"6 % auctions, 92 % bids), written once before the runs as {files} Parquet file(s) "
-        f"of {per_tick:,} events, each holding all three kinds in one flat table "
-        f"(`_subsource` + the union of the columns) in {ROW_GROUPS_PER_FILE} row groups. "
-        f"**Same shape for both systems: one file = {per_tick:,} events per tick / "
-        f"micro-batch.** Spark SS: `readStream.parquet` with `maxFilesPerTrigger=1`, "
-        "`trigger(availableNow=True)`, append mode, `foreachBatch` sink collecting each "
-        "micro-batch as Arrow. sealtime: `Files(..., max_per_read=per_tick)` as one "
-        f"event-time source (`date_time`), `max_rows_per_tick={per_tick:,}`, "
-        "`st.sinks.Callback` sink (also Arrow). Event time: sealtime lateness "
-        f"{LATENESS} = Spark SS watermark delay {WATERMARK}; windows 10 s (q5 sliding, "
-        f"slide 2 s). Both systems of a query on one SparkSession, a new one per query in "
-        "the same process (local[*], driver 4g, AQE off, "
-        f"`spark.sql.shuffle.partitions={args.shuffle_partitions}` for both; Spark SS "
-        "default HDFS-backed state store, checkpoint on local disk; sealtime's ingest log "
-        "and metadata store on local disk, record=False, default checkpoint interval).",
-        "",
-        f"**Method.** Per query: a warm-up of both systems on {WARM_FILES} small files "
-        f"(untimed) and {args.warmup_runs} untimed run(s) of each system over these "
-        "events (the JIT warms the per-row paths of both only at the real batch size), "
-        f"then {args.repeat} timed run(s) of each system, alternating. "
-        "events/s = events in the input files / wall seconds of the streaming run "
-        "(`flow.run()`; `start()` to termination; not Spark's `numInputRows`, which counts "
-        "the rows of a stream read twice, as in a self-join, twice); tick / batch seconds are sealtime's "
-        "`TickReport.seconds` and Spark's `durationMs.triggerExecution` over all ticks / "
-        "micro-batches of the run (p99 = nearest rank, so with few ticks it is the "
-        "largest). The table shows the median run of each system (by seconds); the ratio "
-        "is sealtime events/s / Spark SS events/s of those runs.",
-        "",
-        "| query | sealtime events/s | Spark SS events/s | ratio | sealtime tick p50 / p99 s "
-        "| Spark SS batch p50 / p99 s | sealtime result | Spark SS result |",
-        "|---|---:|---:|---:|---:|---:|---|---|",
-    ]
-    ratios = []
-    for name in names:
-        res = results[name]
-        q = QUERIES[name]
-        errors = res["errors"]
-        sl = _median_run(res["sealtime"]) if res["sealtime"] else None
-        ss = _median_run(res["spark_ss"]) if res["spark_ss"] else None
-        if sl is not None:
-            sl_ok = all(r["ok"] for r in res["sealtime"])
-            sl_cell = (
-                f"{_rows(sl['rows'])} ({sl['updates']:,} updates), "
-                f"{'equal to' if sl_ok else '**differs from**'} the reference"
-                + ("" if sl_ok else f" (missing {sl['missing']}, extra {sl['extra']})")
-            )
-            sl_cols = [
-                _rate(sl["events_per_s"]),
-                f"{sl['p50']:.2f} / {sl['p99']:.2f} ({sl['ticks']} ticks)",
-            ]
-        else:
-            sl_cell, sl_cols = "", ["failed", "-"]
-        if "sealtime" in errors:
-            sl_cell += f" **failed**: `{errors['sealtime']}`"
-        if ss is not None:
-            ss_ok = all(r["ok"] for r in res["spark_ss"])
-            if q.window_of is None:
-                ss_cell = f"{_rows(ss['rows'])}, "
-            else:
-                ss_cell = (
-                    f"{_rows(ss['rows'])} in {ss['windows']} of {ss['all_windows']} windows "
-                    f"emitted ({ss['closed_not_emitted']} closed by the final watermark not "
-                    "emitted), "
-                )
-            ss_cell += f"{'equal to' if ss_ok else '**differs from**'} the reference" + (
-                "" if ss_ok else f" (missing {ss['missing']}, extra {ss['extra']})"
-            )
-            ratio = sl["events_per_s"] / ss["events_per_s"] if sl is not None else None
-            if ratio is not None:
-                ratios.append(ratio)
-            ss_cols = [
-                _rate(ss["events_per_s"]),
-                "-" if ratio is None else f"{ratio:.2f}x",
-                f"{ss['p50']:.2f} / {ss['p99']:.2f} ({ss['ticks']} batches)",
-            ]
-        elif q.spark_ss is None:
-            ss_cell = "not expressible (below)"
-            ss_cols = ["not expressible", "-", "-"]
-        else:
-            ss_cell, ss_cols = "", ["failed", "-", "-"]
-        if "spark_ss" in errors:
-            ss_cell += f" **failed**: `{errors['spark_ss']}`"
-        lines.append(
-            f"| {name} {q.title} | {sl_cols[0]} | {ss_cols[0]} | {ss_cols[1]} "
-            f"| {sl_cols[1]} | {ss_cols[2]} | {sl_cell.strip()} | {ss_cell.strip()} |"
-        )
-    lines += [
-        "",
-        f"Geometric mean of the ratios over the {len(ratios)} queries Spark SS runs: "
-        f"**{_geomean(ratios):.2f}x**.",
-        "",
-        "Reference (plain Spark batch over all events, untimed): "
-        + "; ".join(
-            f"{n} {results[n]['reference_rows']:,} rows"
-            + (
-                f" in {results[n]['reference_windows']} windows"
-                if "reference_windows" in results[n]
-                else ""
-            )
-            for n in names
-        )
-        + ".",
-        "",
-        "Seconds per run (in run order): "
-        + "; ".join(
-            f"{n}: sealtime "
-            + ", ".join(f"{r['seconds']:.2f}" for r in results[n]["sealtime"])
-            + (
-                " / Spark SS " + ", ".join(f"{r['seconds']:.2f}" for r in results[n]["spark_ss"])
-                if results[n]["spark_ss"]
-                else ""
-            )
-            for n in names
-        )
-        + ".",
-        "",
-    ]
-    refused = [n for n in names if "refusals" in results[n]]
-    if refused:
-        lines += ["**Queries Spark SS cannot express** (each formulation was started; Spark's "]
-        lines[-1] += "message):"
-        lines.append("")
-        for n in refused:
-            for mode, msg in results[n]["refusals"]:
-                lines.append(f"* {n}, {mode} mode: `{msg}`")
-            forced = results[n].get("forced_update")
-            if forced is not None and "error" in forced:
-                lines.append(
-                    f"* {n}, update mode with the correctness check off: failed: "
-                    f"`{forced['error']}`"
-                )
-            elif forced is not None:
-                lines.append(
-                    f"* {n}, update mode with "
-                    "`spark.sql.streaming.statefulOperator.checkCorrectness.enabled=false` "
-                    "(untimed): it runs, and the last emitted average per category "
-                    + (
-                        "equals the reference."
-                        if forced["ok"]
-                        else f"**differs** from the reference (largest relative error "
-                        f"{forced.get('worst_rel_error', float('nan')):.3g}): Spark SS has "
-                        "no retractions, so in update mode a grown max of an auction reaches "
-                        "the average as one more input row instead of replacing the old one."
-                    )
-                )
-        lines.append("")
-    lines += [
-        "**Queries.** q0 bids -> (auction, bidder, price, date_time, extra); q1 the same "
-        "with price x 0.908; q2 bids with auction % 123 = 0 -> (auction, price); q3 "
-        "auctions of category 10 joined with persons in OR/ID/CA on seller = id (an "
-        "unwindowed inner join: both systems keep both sides as state); q4 max bid per "
-        "auction between its start and expiry, then the average per category (an "
-        "unwindowed, changing result: sealtime retracts and updates it; it is compared "
-        "as the final contents); q5 count per auction per sliding window, joined with the "
-        "max count per window (ties kept); q7 max price per tumbling window joined back "
-        "to that window's bids with that price (a bid belongs to its own window; Flink's "
-        "q7 uses BETWEEN end - 10 s AND end; Spark SS joins on the two sides' event-time "
-        "windows, so that it drops a window's bids once the watermark passes it); q8 "
-        "persons and auctions grouped per "
-        "tumbling window, joined on id = seller. Code: `bench/nexmark_queries.py` (each "
-        "query as sealtime, Spark SS and batch).",
-        "",
-        "**Checks.** sealtime: the sink's updates are consolidated (sum of `_diff` per "
-        "row) into the final contents and compared with the batch reference as a "
-        "multiset (timestamps as ms, floats rounded to 6 decimals). Spark SS: unwindowed "
-        "queries must equal the reference; windowed ones (append mode emits a window "
-        "only once the watermark has passed its end, so an availableNow run never "
-        "emits the last ones) must equal it on every window they emitted. Every run of "
-        "both systems was checked.",
-        "",
-    ]
-    return "\n".join(lines)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

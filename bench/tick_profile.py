@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import describe, revision  # noqa: E402
-from bench.nexmark import QUERIES, run_sealtime, write_events  # noqa: E402
+from bench.nexmark_literal import QUERIES, run_sealtime, write_events  # noqa: E402
 from sealtime.spark.session import get_or_create_session  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tick_profile.md"
