@@ -215,7 +215,7 @@ class Dataflow:
         lateness: str | int | None = None,
         max_rows_per_tick: int | None = None,
         idle_timeout: str | int | None = None,
-        max_future: str | int | None = None,
+        max_future: Any = ...,
         retain_history: Any = ...,
     ) -> SourceCollection:
         """Add a source. Without `time`, rows get ingestion time (the tick's binding time);
@@ -227,6 +227,11 @@ class Dataflow:
         moves to the clock minus `lateness`, so windows seal without new data. The
         advancement is recorded in the tick's binding (replay repeats it); a record
         that arrives below it goes to ``late`` with a reason naming idleness.
+
+        `max_future` (event time only): a record whose event time lies further than this
+        ahead of its tick's binding time goes to ``errors`` with a reason, and does not
+        move the frontier — one producer's clock bug cannot seal everyone's future
+        (docs/time.md). Default ``"1h"`` with ``time=``; None turns the bound off.
 
         `retain_history`: how far behind the source's frontier (a duration of its log's
         times) its ingest log is kept once checkpoints made it unnecessary for recovery
@@ -272,6 +277,8 @@ class Dataflow:
                     f"source {name!r}: idle_timeout={idle_timeout!r} must be > 0, "
                     "e.g. idle_timeout='5s'"
                 )
+        if max_future is ...:
+            max_future = "1h" if time is not None else None
         future_ms = None
         if max_future is not None:
             if time is None and not explicit:
@@ -557,6 +564,7 @@ class Dataflow:
                 shuffle_partitions=self.shuffle_partitions,
                 checkpoint_every=self.checkpoint_every,
                 truncate_log=self.truncate_log,
+                live=self.live,
             ),
         )
 

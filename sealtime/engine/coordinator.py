@@ -151,7 +151,8 @@ class Engine:
         self.log = BindingLog(store, config.name)
         # One owner per data dir: refused if another process owns it; fenced from here on.
         self.lease = self.log.acquire_lease(config)
-        self.log.check_plan(plan.fingerprint())
+        if not config.live:  # (a live graph's objects are its catalog's: sealtime.serve)
+            self.log.check_plan(plan.fingerprint())
         # (the graph, for readers without the dataflow's code: `sealtime status`)
         store.kv_put(GRAPH_NAMESPACE, config.name, [g.to_json() for g in plan.graph()])
         stored = self.log.load()
@@ -175,7 +176,7 @@ class Engine:
         #: what kernel tasks report (rows, state rows, time) through an accumulator
         self.counters = KernelCounters(spark.sparkContext)
         self.ops: dict[int, Operator[Any]] = self._build_operators(plan.nodes)
-        self.sinks = SinkStage(plan, self.sources, self.ops, spark)
+        self.sinks = SinkStage(plan, self.log_readers, self.ops, spark)
         self.dataplane = Dataplane(
             plan,
             self.ops,

@@ -57,6 +57,9 @@ class RunConfig:
     shuffle_partitions: int | None = None
     checkpoint_every: int | None = None
     truncate_log: bool = True
+    #: the graph changes while it runs (views added and dropped): a resumed data dir is
+    #: not checked against one fingerprint of the whole plan
+    live: bool = False
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ __all__ = ["Service", "ServiceSettings"]
 
 log = logging.getLogger("sealtime.serve")
 
+#: ticks in a row that may fail (each followed by a rebuild) before the service stops
+MAX_FAILED_TICKS = 5
+
 T = TypeVar("T")
 
 
@@ -115,9 +118,18 @@ class Service:
     def start(self) -> Service:
         """Open the data dir (refused if another process owns it), rebuild every
         catalog object, start the engine and the ticker."""
+        self._open()
+        self._thread = threading.Thread(target=self._run, name="sealtime-ticker", daemon=True)
+        self._thread.start()
+        return self
+
+    def _open(self) -> None:
+        """Build the dataflow and every catalog object, and start the engine: recovery
+        from the bindings, the latest checkpoint and the log."""
         from ..flow import Dataflow
 
         s = self.settings
+        self.views, self.object_sinks, self._hydrating = {}, {}, set()
         spark = self._spark
         if spark is None:
             from ..spark.session import get_or_create_session
@@ -148,9 +160,6 @@ class Service:
             if entry.name in deferred:
                 self._apply(entry)
         self._save_ids()
-        self._thread = threading.Thread(target=self._run, name="sealtime-ticker", daemon=True)
-        self._thread.start()
-        return self
 
     def _deferred(self, entries: list[CatalogEntry]) -> set[str]:
         """The objects that were not live at the latest checkpoint: views still
@@ -192,6 +201,7 @@ class Service:
         return future.result(timeout or self.settings.statement_timeout)
 
     def _run(self) -> None:
+        failures = 0
         tick_s = self.flow.tick_ms / 1000
         clock = self._clock or _time.time
         next_at = clock()
@@ -214,12 +224,33 @@ class Service:
                 self.last_report = self.flow.run(ticks=1)[0]
                 self.ticks += 1
                 self._after_tick()
+                failures = 0
             except FencedError as exc:
                 self._fail(exc)
                 break
             except Exception as exc:
-                log.exception("tick failed; retrying at the next tick: %s", exc)
+                failures += 1
+                log.exception("tick failed (%d in a row): %s", failures, exc)
+                if failures >= MAX_FAILED_TICKS or not self._recover():
+                    self._fail(exc)
+                    break
         self._drain()
+
+    def _recover(self) -> bool:
+        """After a failed tick: rebuild everything from durable state, as a restart
+        would (a tick that failed half way never leaves state behind). False: the
+        rebuild failed too."""
+        hubs = {name: state.hub for name, state in self.views.items()}
+        try:
+            self.flow.close()
+            self._open()
+        except Exception:
+            log.exception("rebuilding the service after a failed tick failed")
+            return False
+        for name, state in self.views.items():  # (subscribers keep following their views)
+            if name in hubs:
+                state.history.hub = state.hub = hubs[name]
+        return True
 
     def _fail(self, exc: BaseException) -> None:
         log.error("the service stops: %s", exc)

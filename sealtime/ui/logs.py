@@ -22,7 +22,7 @@ from ..columns import DIFF, LATE, OFFSET, TIME
 
 __all__ = ["latest_errors", "latest_late"]
 
-#: the log columns a late row is shown without (its `_time` is the bound it missed)
+#: the log columns a late row is shown without (its `_time` is its tick's binding time)
 _HIDDEN = (DIFF, OFFSET)
 
 
@@ -33,7 +33,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 
 def latest_late(files: tuple[tuple[str, str, int], ...], limit: int) -> list[dict[str, Any]]:
     """Up to `limit` most recent late rows, newest first: the row's columns, ``_time``
-    (the bound it missed) and ``reason``. `files` are ``(path, late_path, late)``
+    (the binding time of the tick that read it) and ``reason``. `files` are ``(path, late_path, late)``
     entries of `SourceInfo.late_files`, oldest first."""
     out: list[dict[str, Any]] = []
     for path, late_path, _count in reversed(files):

@@ -3,6 +3,8 @@ exactly, and the decision does not depend on tick boundaries."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import sealtime as st
@@ -32,14 +34,19 @@ def test_late_counts_match_injected(make_flow, max_rows):
     assert flow.metrics()["sources"]["bids"]["late"] == injected
     ids = late_rows.column("event_id").to_numpy()
     assert gen.is_injected_late(ids).all()
-    # The reason names the bound the row missed (its `_time`) and where the bound comes from.
+    # The reason names the bound the row missed and where the bound comes from; the row
+    # is at the binding time of the tick that read it.
+    binding_times = {b["into_time"] for b in flow.bindings}
     for row in late_rows.to_pylist():
-        bound = row["_time"]
+        found = re.search(r"admission bound (-?\d+) ms", row["reason"])
+        assert found, row["reason"]
+        bound = int(found.group(1))
         assert row["reason"] == (
             f"event time {round(row['date_time'].timestamp() * 1000)} ms is below the admission "
             f"bound {bound} ms (largest event time seen before it {bound + 4000} ms minus "
             "lateness 4000 ms)"
         )
+        assert row["_time"] in binding_times
     # Nothing lost: every event is either in a window or late.
     counted = sum(per_window.updates().column("n").to_pylist())
     assert counted + injected == events
