@@ -82,7 +82,7 @@ from bench.nexmark_literal import (  # noqa: E402
     spark_stream,
     write_events,
 )
-from bench.nexmark_queries import LATENESS, SPARK_SS, SparkSS  # noqa: E402
+from bench.nexmark_queries import LATENESS, SPARK_SS, SPARK_SS_REFUSED, SparkSS  # noqa: E402
 from bench.nexmark_reference import reference  # noqa: E402
 from bench.nexmark_sql import QUERY_NAMES, apply_query, register_udfs, write_side_input  # noqa: E402
 from sealtime.sinks.base import CommitContext, Sink  # noqa: E402
@@ -372,6 +372,31 @@ def bench_query(spark, name: str, args, work: Path, events: dict[int, Path], war
 # ------------------------------------------------------------------ coverage
 
 
+def spark_ss_refusals(spark, name: str, events_dir: Path, work: Path) -> list[tuple[str, str, str]]:
+    """Start each formulation Spark SS is expected to refuse; (what, mode, Spark's
+    message) for each, or "runs" when Spark accepted it (then it belongs in SPARK_SS)."""
+    from pyspark.errors import AnalysisException, StreamingQueryException
+
+    from bench.nexmark_literal import _first_sentence
+
+    out = []
+    for i, (what, mode, build) in enumerate(SPARK_SS_REFUSED.get(name, [])):
+        try:
+            df = build(spark_stream(spark, events_dir), work)
+            q = (
+                df.writeStream.outputMode(mode)
+                .option("checkpointLocation", str(work / f"refused-{name}-{i}"))
+                .trigger(availableNow=True)
+                .foreachBatch(lambda b, i: None)
+                .start()
+            )
+            q.awaitTermination()
+            out.append((what, mode, "runs"))
+        except (AnalysisException, StreamingQueryException) as exc:
+            out.append((what, mode, _first_sentence(str(exc))))
+    return out
+
+
 def coverage(spark, args, work: Path, events_dir: Path, per_tick: int) -> dict[str, Any]:
     """Every query once on each system that runs it, checked against its reference."""
     out: dict[str, Any] = {}
@@ -385,6 +410,8 @@ def coverage(spark, args, work: Path, events_dir: Path, per_tick: int) -> dict[s
             row["reference_error"] = _error(exc)
             out[name] = row
             continue
+        if "spark_ss" in args.systems and name in SPARK_SS_REFUSED:
+            row["refusals"] = spark_ss_refusals(spark, name, events_dir, work)
         for system in args.systems:
             if system == "spark_ss" and name not in SPARK_SS:
                 continue
@@ -568,10 +595,14 @@ def render_coverage(args, cmd, cov, load, rev) -> str:
         if "reference_error" in row:
             lines.append(f"| {name} | reference failed: `{row['reference_error']}` | - | - |")
             continue
-        ss = row.get("spark_ss") if name in SPARK_SS else {"error": "no formulation (below)"}
+        ss = row.get("spark_ss") if name in SPARK_SS else {"error": "refused (below)"}
         lines.append(
             f"| {name} | {row['reference_rows']:,} | {cell(row.get('sealtime'))} | {cell(ss)} |"
         )
+    refused = [(n, r) for n in args.queries for r in cov[n].get("refusals", [])]
+    if refused:
+        lines += ["", "**Spark SS formulations tried and refused** (Spark's message):", ""]
+        lines += [f"* {n}, {what}, {mode} mode: `{msg}`" for n, (what, mode, msg) in refused]
     return "\n".join(lines) + "\n"
 
 

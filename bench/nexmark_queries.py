@@ -893,7 +893,7 @@ def _q4_processor():
             category, start, expires = self.info.get()
             if self.early.exists():
                 early = pd.DataFrame(list(self.early.get()), columns=["b_time", "price"])
-                bids = pd.concat([bids, early], ignore_index=True)
+                bids = pd.concat([x for x in (bids, early) if len(x)] or [bids], ignore_index=True)
                 self.early.clear()
             bids = bids[(bids["b_time"] >= start) & (bids["b_time"] <= expires)]
             if not len(bids):
@@ -971,6 +971,14 @@ SPARK_SS_REFUSED["q4"] = [
     ("join, max per auction, avg per category (literal)", "append", q4_ss_watermarked),
     ("join, max per auction, avg per category (literal)", "update", q4_ss_watermarked),
     ("join, max per auction, avg per category (literal)", "complete", q4_ss_watermarked),
-    ("transformWithStateInPandas per auction, then sum per category", "update", _ss_q4_tws),
 ]
-REFUSAL_CONF: dict[str, dict[str, str]] = {"q4": _ROCKSDB}
+# It runs (Spark's checker accepts a stateful aggregation after transformWithState in
+# update mode) and its last row per category equals the reference: q4's best form.
+SPARK_SS["q4"] = SparkSS(
+    _ss_q4_tws,
+    "transformWithStateInPandas keyed by auction (max while open, emitted as changes), "
+    "then sum and count per category in update mode",
+    mode="update",
+    upsert_key=["category"],
+    conf=_ROCKSDB,
+)

@@ -198,21 +198,21 @@ def _q4(d: Path) -> Result:
     return Result(["category", "average"], _once(run))
 
 
-def _q5(d: Path) -> Result:
+def _q5(d: Path, window_ms: int = WINDOW_MS, slide_ms: int = SLIDE_MS) -> Result:
     def run() -> pd.DataFrame:
         b = _kind(d, "bid", ["auction", "date_time"])
         t = b["date_time"].to_numpy()
         parts = []
-        # the windows [s, s + 10 s) with s a multiple of 2 s that hold t: five of them
-        for k in range(WINDOW_MS // SLIDE_MS):
-            start = t - np.mod(t, SLIDE_MS) - k * SLIDE_MS
+        # the windows [s, s + size) with s a multiple of the slide that hold t
+        for k in range(window_ms // slide_ms):
+            start = t - np.mod(t, slide_ms) - k * slide_ms
             parts.append(pd.DataFrame({"auction": b["auction"].to_numpy(), "starttime": start}))
         w = pd.concat(parts, ignore_index=True)
         counts = w.groupby(["starttime", "auction"], as_index=False).size()
         counts = counts.rename(columns={"size": "num"})
         maxn = counts.groupby("starttime")["num"].transform("max")
         out = counts[counts["num"] == maxn].copy()
-        out["endtime"] = out["starttime"] + WINDOW_MS
+        out["endtime"] = out["starttime"] + window_ms
         return out
 
     return Result(["auction", "num", "starttime", "endtime"], _once(run))
@@ -570,8 +570,9 @@ _REFERENCES: dict[str, Callable[[Path], Result]] = {
 }
 
 
-def reference(name: str, events_dir: Path) -> Result:
-    """The expected result of query `name` over the events in `events_dir`."""
+def reference(name: str, events_dir: Path, **params: int) -> Result:
+    """The expected result of query `name` over the events in `events_dir`; `params`
+    change a query's constants (q5: ``window_ms``, ``slide_ms``)."""
     if name not in _REFERENCES:
         raise KeyError(f"no reference for {name!r}; queries: {', '.join(_REFERENCES)}")
-    return _REFERENCES[name](Path(events_dir))
+    return _REFERENCES[name](Path(events_dir), **params)

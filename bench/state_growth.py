@@ -10,8 +10,8 @@ the same SparkSession over the same files, in *streaming shape*: one file per se
 tick (``Files(..., max_per_read=<rows per file>)``) and one file per Spark SS
 micro-batch (``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``, update output
 mode). The sinks are equivalent: each tick's / micro-batch's updated rows are collected
-as Arrow (sealtime ``st.sinks.Callback``, which calls ``DataFrame.toArrow()``; Spark SS
-``foreachBatch`` + ``toArrow()``). sealtime's updates are differential (a changed key
+as Arrow through the same function, `sealtime.spark.frames.to_arrow` (sealtime
+``st.sinks.Callback``; Spark SS ``foreachBatch`` calling it). sealtime's updates are differential (a changed key
 is a retraction of its old row plus its new row); Spark's update mode sends the new row.
 
 * (a) throughput: ``--keys-a`` (200,000) distinct keys, ``--files`` (10) files with keys
@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sealtime as st  # noqa: E402
 from bench.machine import describe  # noqa: E402
 from sealtime.sources.files import Files  # noqa: E402
+from sealtime.spark.frames import to_arrow  # noqa: E402
 from sealtime.spark.session import get_or_create_session  # noqa: E402
 
 __all__ = [
@@ -264,8 +265,10 @@ def run_spark_ss(spark, files_dir: Path, checkpoint_dir: str, truth=None) -> dic
     stream = spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).parquet(str(files_dir))
     query_df = stream.groupBy("key").agg(F.sum("value").alias("s"), F.count(F.lit(1)).alias("n"))
     emitted: list[tuple[int, pa.Table]] = []
+    # The same collector as sealtime's Callback sink: `frames.to_arrow` (Arrow files
+    # written by the tasks in local mode), not `toArrow()`.
     run = run_spark_query(
-        query_df, "update", checkpoint_dir, lambda df, bid: emitted.append((bid, df.toArrow()))
+        query_df, "update", checkpoint_dir, lambda df, bid: emitted.append((bid, to_arrow(df)))
     )
     data, empty = batch_seconds(run["progress"])
     rows = sum(int(p.get("numInputRows", 0)) for p in run["progress"])
@@ -306,14 +309,19 @@ def part_a(spark, work: Path, args, systems: set[str]) -> dict:
     truth = truth_of(files_dir)
     runs: dict[str, list[dict]] = {"sealtime": [], "spark": []}
     for i in range(args.repeat):
-        if "spark" in systems:
-            runs["spark"].append(run_spark_ss(spark, files_dir, str(work / f"a-ckpt-{i}"), truth))
-            print(f"(a) run {i}: Spark SS {runs['spark'][-1]['seconds']:.2f} s", flush=True)
-        if "sealtime" in systems:
-            d = str(work / f"a-st-{i}")
-            runs["sealtime"].append(run_sealtime(spark, d, files_dir, args.rows_per_file, truth))
-            shutil.rmtree(d, ignore_errors=True)
-            print(f"(a) run {i}: sealtime {runs['sealtime'][-1]['seconds']:.2f} s", flush=True)
+        # alternating rounds: Spark SS first in even rounds, sealtime first in odd ones
+        for system in ("spark", "sealtime") if i % 2 == 0 else ("sealtime", "spark"):
+            if system not in systems:
+                continue
+            if system == "spark":
+                r = run_spark_ss(spark, files_dir, str(work / f"a-ckpt-{i}"), truth)
+            else:
+                d = str(work / f"a-st-{i}")
+                r = run_sealtime(spark, d, files_dir, args.rows_per_file, truth)
+                shutil.rmtree(d, ignore_errors=True)
+            runs[system].append(r)
+            name = "Spark SS" if system == "spark" else "sealtime"
+            print(f"(a) run {i}: {name} {r['seconds']:.2f} s", flush=True)
     shutil.rmtree(files_dir, ignore_errors=True)
     return runs
 
@@ -368,7 +376,8 @@ def report_a(runs: dict[str, list[dict]], args) -> str:
         "",
         f"{args.files} files x {args.rows_per_file:,} rows, keys uniform among "
         f"{args.keys_a:,}; one file per sealtime tick / Spark SS micro-batch; {args.repeat} "
-        "runs of each system, alternating (Spark SS first), after one warm-up run of each "
+        "runs of each system in alternating rounds (Spark SS first in even rounds, sealtime "
+        "first in odd ones), after one warm-up run of each "
         "on 2 other files; the table shows the median run (by wall time); per-tick "
         "percentiles are over the ticks / micro-batches that read a file, in all runs "
         "(p99 of fewer than 100 ticks is their maximum).",
@@ -511,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows-per-file", type=int, default=100_000)
     ap.add_argument("--files", type=int, default=10, help="(a) files / ticks per run")
     ap.add_argument("--keys-a", type=int, default=200_000, help="(a) distinct keys")
-    ap.add_argument("--repeat", type=int, default=3, help="(a) runs of each system")
+    ap.add_argument("--repeat", type=int, default=5, help="(a) runs of each system")
     ap.add_argument(
         "--keys",
         type=lambda s: [int(x) for x in s.split(",")],
@@ -563,9 +572,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{' (Spark default)' if args.spark_state_store == 'hdfs' else ''}), in "
             "streaming shape: one file per sealtime tick (`Files(max_per_read=rows per "
             "file)`) and per Spark SS micro-batch (`maxFilesPerTrigger=1`, availableNow, "
-            "update mode). Equivalent sinks: the updated rows of each tick / micro-batch are "
-            "collected as Arrow (sealtime `st.sinks.Callback`; Spark SS `foreachBatch` + "
-            "`toArrow()`); sealtime's updates are differential (old row retracted, new row "
+            "update mode). The same collector: the updated rows of each tick / micro-batch are "
+            "collected as Arrow through `sealtime.spark.frames.to_arrow` (sealtime "
+            "`st.sinks.Callback`; Spark SS `foreachBatch` calling the same function); sealtime's updates are differential (old row retracted, new row "
             "added), Spark's are the new rows. sealtime tick time = `TickReport.seconds`; "
             "Spark SS micro-batch time = `durationMs.triggerExecution`. SparkSession start "
             "and file writing are not timed. sealtime runs with the `Dataflow` defaults (soft "
