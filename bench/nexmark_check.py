@@ -49,7 +49,7 @@ def canonical(table: pa.Table | pd.DataFrame, columns: list[str]) -> pd.DataFram
         col = table.column(name)
         typ = col.type
         if pa.types.is_timestamp(typ):
-            col = pc.cast(pc.cast(col, pa.timestamp("ms", tz=typ.tz)), pa.int64())
+            col = pc.cast(pc.cast(col, pa.timestamp("ms", tz=typ.tz), safe=False), pa.int64())
             typ = pa.int64()
         elif pa.types.is_date(typ):
             col = pc.cast(pc.cast(col, pa.date32()), pa.int32())

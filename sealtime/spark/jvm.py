@@ -63,6 +63,30 @@ def _spark_jars() -> Path:
     return Path(pyspark.__file__).resolve().parent / "jars"
 
 
+def _compiler_identity(javac: str) -> str:
+    """What the cache key needs to know of the compiler, without running it: its real
+    path, size and modification time, and the JDK's ``release`` file (the version of the
+    JDK it belongs to). Running ``javac -version`` for the key started a JVM in every
+    new process, 1-3 s of the first tick on a loaded 2-core machine
+    (docs/dataplane.md, "Time to first result").
+
+    >>> _compiler_identity("/nonexistent/bin/javac")
+    '/nonexistent/bin/javac:-:-:'
+    """
+    real = os.path.realpath(javac)
+    try:
+        st = os.stat(real)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "-:-"
+    release = Path(real).resolve().parent.parent / "release"
+    try:
+        text = release.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    return f"{real}:{stamp}:{text}"
+
+
 def helper_jar() -> Path | None:
     """The helper compiled into a jar (built once, then cached), or None where it cannot
     be built: no ``javac``, or sources that do not compile against this Spark."""
@@ -80,15 +104,8 @@ def _build() -> Path | None:
     if javac is None:
         log.info("sealtime: no javac (JDK) found; using PySpark's paths instead of its helper")
         return None
-    try:
-        version = subprocess.run(
-            [javac, "-version"], capture_output=True, text=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.info("sealtime: javac does not run (%s); using PySpark's paths", exc)
-        return None
     key = hashlib.sha256()
-    for part in (pyspark.__version__, version.stdout + version.stderr):
+    for part in (pyspark.__version__, _compiler_identity(javac)):
         key.update(part.encode())
     for src in java_sources():
         key.update(src.relative_to(_JAVA_ROOT).as_posix().encode())
@@ -97,6 +114,11 @@ def _build() -> Path | None:
     jar = cache / f"sealtime-helper-{key.hexdigest()[:16]}.jar"
     if jar.exists():
         return jar
+    try:  # only a build needs the compiler to run
+        subprocess.run([javac, "-version"], capture_output=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.info("sealtime: javac does not run (%s); using PySpark's paths", exc)
+        return None
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         classes = Path(tmp) / "classes"
