@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..kernels.accumulate import AccumulateSpec, accumulate, empty_state
-from ..kernels.join import JoinSpec, join_step
-from ..kernels.general_reduce import ReduceSpec, general_reduce
 from ..kernels.differential_top_k import TopKSpec, top_k_step
+from ..kernels.general_reduce import ReduceSpec, general_reduce
+from ..kernels.join import JoinSpec, join_step
 from ..kernels.windowed import merge_partials, split_sealed
 from ..storage.fs import DataFS
 from .partition import SpinePartition, consolidate_rows

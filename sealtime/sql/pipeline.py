@@ -136,9 +136,9 @@ class Pipeline:
             return stmt.error(reason, cs.option_tokens.get(key), construct=f"{stmt.title} {key}")
 
         schema = take("SCHEMA")
-        if schema is None:
+        if schema is None and cs.connector != "NEXMARK":
             raise stmt.error("the SCHEMA option is missing; add SCHEMA 'name type, name type'")
-        if not isinstance(schema, str):
+        if schema is not None and not isinstance(schema, str):
             raise fail("SCHEMA", "write the schema as a string: SCHEMA 'a long, b string'")
         fmt = take("FORMAT")
         time = take("EVENT TIME")
@@ -169,6 +169,14 @@ class Pipeline:
             }
             source: Any = Files(path, format=str(fmt), schema=schema, settle=settle, **kwargs)
             address = os.path.abspath(path)
+        elif cs.connector == "NEXMARK":
+            from ..sources.nexmark import Nexmark
+
+            if schema is not None:
+                raise fail("SCHEMA", "a Nexmark source has its own schema: leave SCHEMA out")
+            kwargs = {k.lower(): take(k) for k in ("RATE", "SEED", "LIMIT") if k in opts}
+            source = Nexmark(**kwargs)
+            address = "nexmark"
         elif cs.connector == "NATS":
             from ..sources.nats import NatsJetStream
 

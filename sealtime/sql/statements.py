@@ -17,6 +17,7 @@ statement is in the file.
         [DURABLE 'd', FORMAT json, EVENT TIME col, ...])
     CREATE SOURCE name FROM REDIS 'redis://host:6379' (KEY 'k', SCHEMA '...',
         [GROUP 'g', CONSUMER 'c', FORMAT json|fields, FIELD 'data', ID COLUMN 'id', ...])
+    CREATE SOURCE name FROM NEXMARK [(RATE n, SEED n, LIMIT n, MAX ROWS PER TICK n, ...)]
     CREATE [MATERIALIZED] VIEW name AS <query>
     CREATE SINK name FROM view INTO PARQUET 'path' | INTO PERSIST ['shard']
     PUBLISH view [AS VIEW | AS STREAM] [WITH (TOPIC 'name', PARTITIONS n, HOST 'h', PORT n)]
@@ -85,6 +86,7 @@ COMMON_OPTIONS = (
 #: Per connector: the options it takes besides `COMMON_OPTIONS`.
 CONNECTOR_OPTIONS: dict[str, tuple[str, ...]] = {
     "FILES": ("PATTERN", "FINITE", "SETTLE", "HEADER", "DELIMITER"),
+    "NEXMARK": ("RATE", "SEED", "LIMIT"),
     "NATS": ("SUBJECT", "STREAM", "DURABLE"),
     "REDIS": ("KEY", "GROUP", "CONSUMER", "FIELD", "ID COLUMN"),
 }
@@ -422,9 +424,14 @@ def _create_source(stmt: Statement) -> CreateSource:
     connector = c.word()
     if connector not in CONNECTOR_OPTIONS:
         raise c.fail(
-            f"unknown connector {conn_tok.text if conn_tok else 'missing'}; use FILES, NATS or REDIS"
+            f"unknown connector {conn_tok.text if conn_tok else 'missing'}; use FILES, NATS, "
+            "REDIS or NEXMARK"
         )
     c.i += 1
+    if connector == "NEXMARK":  # (a generator: no address)
+        options, where = c.options(COMMON_OPTIONS + CONNECTOR_OPTIONS[connector])
+        c.end("the options end the statement")
+        return CreateSource(stmt, name, connector, "", options, where)
     what = {"FILES": "the directory", "NATS": "the server URL", "REDIS": "the server URL"}
     address = c.string(
         what[connector], f"e.g. FROM {connector} '{'data/dir' if connector == 'FILES' else '...'}'"
