@@ -21,6 +21,7 @@ tick at which each view became live (finished hydrating).
 
 from __future__ import annotations
 
+import enum
 import json
 import time as _time
 from dataclasses import dataclass
@@ -28,10 +29,17 @@ from dataclasses import dataclass
 from ..errors import NotFoundError
 from ..storage.metadata import MetadataStore
 
-__all__ = ["KINDS", "CatalogEntry", "ServiceCatalog"]
+__all__ = ["CatalogEntry", "ObjectKind", "ServiceCatalog"]
 
-#: the kinds of catalog objects
-KINDS = ("source", "view", "sink", "publication")
+
+class ObjectKind(str, enum.Enum):
+    """What a catalog object is (stored as its value)."""
+
+    SOURCE = "source"
+    VIEW = "view"
+    SINK = "sink"
+    PUBLICATION = "publication"
+
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS sealtime_catalog ("
@@ -44,13 +52,13 @@ _NODE_IDS = "serve-node-ids"
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """One object: `id` (creation order), `kind` (`KINDS`), `name`, the `sql` that made
+    """One object: `id` (creation order), `kind` (`ObjectKind`), `name`, the `sql` that made
     it, its `owner` (the user who created it), `created_at` (wall-clock seconds),
     `depends` (the names of the objects it reads) and, for a view, `live_tick` (the tick
     at which it finished hydrating; None while it hydrates)."""
 
     id: int
-    kind: str
+    kind: ObjectKind
     name: str
     sql: str
     owner: str
@@ -76,7 +84,14 @@ class ServiceCatalog:
         )
         return [
             CatalogEntry(
-                int(i), k, n, q, o, float(c), tuple(json.loads(d)), None if t is None else int(t)
+                int(i),
+                ObjectKind(k),
+                n,
+                q,
+                o,
+                float(c),
+                tuple(json.loads(d)),
+                None if t is None else int(t),
             )
             for i, k, n, q, o, c, d, t in rows
         ]
@@ -87,10 +102,9 @@ class ServiceCatalog:
         return next((e for e in self.entries() if e.name.lower() == key), None)
 
     def add(
-        self, kind: str, name: str, sql: str, *, owner: str, depends: tuple[str, ...] = ()
+        self, kind: ObjectKind, name: str, sql: str, *, owner: str, depends: tuple[str, ...] = ()
     ) -> CatalogEntry:
         """Record a new object (its id: one more than the last)."""
-        assert kind in KINDS, kind
         with self.store.transaction() as tx:
             row = tx.query_one(
                 "SELECT MAX(id) FROM sealtime_catalog WHERE service = ?", (self.service,)
@@ -103,7 +117,7 @@ class ServiceCatalog:
                 (
                     self.service,
                     entry.id,
-                    kind,
+                    kind.value,
                     name,
                     sql,
                     owner,

@@ -40,7 +40,7 @@ from ..sql.statements import (
     split,
 )
 from .backend import ObjectExistsError
-from .catalog import CatalogEntry, ServiceCatalog
+from .catalog import CatalogEntry, ObjectKind, ServiceCatalog
 from .history import Hub, ViewHistory
 
 __all__ = ["Service", "ServiceSettings"]
@@ -171,7 +171,9 @@ class Service:
         last = checkpoints[-1][0] if checkpoints else None
         out: set[str] = set()
         for e in entries:
-            late = e.kind == "view" and (e.live_tick is None or last is None or e.live_tick > last)
+            late = e.kind is ObjectKind.VIEW and (
+                e.live_tick is None or last is None or e.live_tick > last
+            )
             if late or any(d in out for d in e.depends):
                 out.add(e.name)
         return out
@@ -287,7 +289,7 @@ class Service:
         """Build the object `entry` describes in the dataflow (no catalog change)."""
         (stmt,) = split(entry.sql)
         self._build(parse_statement(stmt))
-        if entry.kind == "view" and entry.live_tick is None:
+        if entry.kind is ObjectKind.VIEW and entry.live_tick is None:
             self._hydrating.add(entry.name)
 
     def _build(self, item: Any) -> tuple[str, ...]:
@@ -365,7 +367,11 @@ class Service:
         def apply() -> str:
             assert self.catalog is not None
             entry = self.catalog.entry(name)
-            kinds = {"SOURCE": ("source",), "VIEW": ("view",), "SINK": ("sink", "publication")}
+            kinds = {
+                "SOURCE": (ObjectKind.SOURCE,),
+                "VIEW": (ObjectKind.VIEW,),
+                "SINK": (ObjectKind.SINK, ObjectKind.PUBLICATION),
+            }
             if entry is None or entry.kind not in kinds[what]:
                 if if_exists:
                     return f"DROP {what}"
@@ -400,13 +406,13 @@ class Service:
         assert self.catalog is not None
         entry = self.catalog.remove(name)
         flow = self.flow
-        if entry.kind == "view":
+        if entry.kind is ObjectKind.VIEW:
             coll = self._collection(name)
             state = self.views.pop(name.lower())
             flow.drop(coll, state.history)
             state.history.drop()
             state.hub.end(f"view {name} was dropped")
-        elif entry.kind == "source":
+        elif entry.kind is ObjectKind.SOURCE:
             flow.drop(self._collection(name))
         else:
             sinks = self.object_sinks.pop(name, [])
@@ -441,7 +447,12 @@ class Service:
         return state
 
 
-_KIND = {CreateSource: "source", CreateView: "view", CreateSink: "sink", Publish: "publication"}
+_KIND = {
+    CreateSource: ObjectKind.SOURCE,
+    CreateView: ObjectKind.VIEW,
+    CreateSink: ObjectKind.SINK,
+    Publish: ObjectKind.PUBLICATION,
+}
 
 
 def _object_name(item: Any) -> str:
