@@ -33,7 +33,6 @@ from .shard import (
     ShardState,
     SinceError,
     UpperMismatchError,
-    consolidate,
 )
 
 __all__ = [
@@ -61,6 +60,5 @@ __all__ = [
     "SinceError",
     "Transaction",
     "UpperMismatchError",
-    "consolidate",
     "redact_url",
 ]

@@ -53,7 +53,8 @@ from sealtime.errors import ConfigError, ReadBelowSinceError, StorageError
 from sealtime.storage.fs import DataFS
 from sealtime.storage.metadata import MetadataStore, Transaction
 
-from ..columns import DIFF, TIME
+from ..columns import DIFF, TIME, consolidate
+from ..time import frontier_le
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -77,7 +78,6 @@ __all__ = [
     "ShardState",
     "SinceError",
     "UpperMismatchError",
-    "consolidate",
 ]
 
 
@@ -236,43 +236,6 @@ class ListenEvent:
         return self.shard._spark_read(spark, self.files).where(F.col(TIME) >= self.lower)
 
 
-# ---------------------------------------------------------------- consolidation
-def consolidate(table: pa.Table, as_of: int | None = None) -> pa.Table:
-    """Consolidate updates: sum `_diff` over equal (row, `_time`) and drop zero diffs.
-
-    With `as_of`, every `_time` is first advanced to `as_of` (so all updates land at
-    one time: the accumulated collection at `as_of`, as a snapshot returns it). Group keys
-    must be hashable Arrow types (not lists, structs or maps). Row order is unspecified.
-
-    >>> import pyarrow as pa
-    >>> t = pa.table({"k": ["a", "a", "b"], "_time": [1, 2, 2], "_diff": [1, -1, 3]})
-    >>> consolidate(t).sort_by("k").to_pylist()
-    [{'k': 'a', '_time': 1, '_diff': 1}, {'k': 'a', '_time': 2, '_diff': -1}, {'k': 'b', '_time': 2, '_diff': 3}]
-    >>> consolidate(t, as_of=5).to_pylist()
-    [{'k': 'b', '_time': 5, '_diff': 3}]
-    """
-    names = table.column_names
-    if TIME not in names or DIFF not in names:
-        raise InvalidBatchError(f"consolidate needs {TIME!r} and {DIFF!r} columns, got {names}")
-    out_schema = table.schema
-    if table.num_rows == 0:
-        return table.select(names)
-    user = [n for n in names if n not in (TIME, DIFF)]
-    if as_of is not None:
-        table = table.drop_columns([TIME])
-        keys = user
-    else:
-        keys = [*user, TIME]
-    grouped = table.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
-    grouped = grouped.rename_columns(
-        [DIFF if c == f"{DIFF}_sum" else c for c in grouped.column_names]
-    )
-    grouped = grouped.filter(pc.not_equal(grouped[DIFF], 0))
-    if as_of is not None:
-        grouped = grouped.append_column(TIME, pa.array([as_of] * grouped.num_rows, pa.int64()))
-    return grouped.select(names).cast(out_schema)
-
-
 # --------------------------------------------------------------------- location
 def _dir_name(name: str) -> str:
     """A filesystem-, URI- and Spark-glob-safe directory name for a shard name (injective).
@@ -302,15 +265,6 @@ def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
         # Parquet round-trips large_string/large_binary as their small forms and back.
         {a, b} <= {pa.string(), pa.large_string()} or {a, b} <= {pa.binary(), pa.large_binary()}
     )
-
-
-def _le(a: int | None, b: int | None) -> bool:
-    """Frontier order with None as the empty antichain (greater than every time)."""
-    if b is None:
-        return True
-    if a is None:
-        return False
-    return a <= b
 
 
 @dataclass
@@ -604,7 +558,7 @@ class Shard:
         1 1
         """
         result = self.compare_and_append(batch, expected_upper, new_upper)
-        if result.ok or not _le(new_upper, result.upper):
+        if result.ok or not frontier_le(new_upper, result.upper):
             return result
         return AppendResult(
             True, result.upper, expected_upper, already_applied=True, shard=self.name
@@ -881,7 +835,7 @@ class Shard:
             st = self._state(tx, lock=True)
             if st.since == new_since:
                 return
-            if not _le(st.since, new_since):
+            if not frontier_le(st.since, new_since):
                 raise SinceError(
                     f"shard {self.name!r}: since can only advance: it is {st.since}, "
                     f"cannot downgrade_since({new_since})"
@@ -1074,7 +1028,6 @@ class Shard:
                 if not self._loc.list(rel):
                     self._loc.delete_dir(rel)
         return deleted
-
 
     def delete(self) -> None:
         """Delete the shard: its metadata in one transaction, then its directory (a

@@ -25,7 +25,6 @@ from sealtime.storage import (
     ShardNotFoundError,
     SinceError,
     UpperMismatchError,
-    consolidate,
 )
 from tests.conftest import examples
 
@@ -652,15 +651,6 @@ def test_snapshot_spark_and_spark_written_batches(spark, tmp_path):
     )
     assert got["empty"] == []
     store.close()
-
-
-def test_consolidate_helper():
-    t = updates(("a", 1, 1), ("a", 1, 1), ("a", 2, -2), ("b", 2, 0))
-    assert as_multiset(consolidate(t)) == {("a", 1): 2, ("a", 2): -2}
-    assert consolidate(t, as_of=2).num_rows == 0
-    assert consolidate(updates()).num_rows == 0
-    with pytest.raises(InvalidBatchError):
-        consolidate(pa.table({"w": ["a"]}))
 
 
 def test_store_reopen_sees_same_state(store_spec, tmp_path):
