@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..columns import DIFF, TIME
+from ..columns import DIFF, LATE, TIME
 from ..errors import SchemaError
 from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
@@ -229,7 +229,7 @@ class SourceRuntime:
                 return LinkedStamp(links, times, np.zeros(n, bool), None, fixed=into_time)
             table = data.append_column(TIME, pa.array(np.full(n, into_time, np.int64)))
             table = table.append_column(DIFF, pa.array(np.ones(n, np.int64)))
-            return table.append_column("_late", pa.nulls(n, pa.string()))
+            return table.append_column(LATE, pa.nulls(n, pa.string()))
         admission = self.stamper.admit(self.stamper.event_times(data), into_time)
         self.late_count += admission.late_count
         if links:
@@ -249,7 +249,7 @@ class SourceRuntime:
             i = table.schema.get_field_index(TIME)
             table = table.set_column(i, TIME, pa.array(admission.times))
         reason = admission.reason if admission.reason is not None else pa.nulls(n, pa.string())
-        return table.append_column("_late", reason)
+        return table.append_column(LATE, reason)
 
     def _route_refused(self, batch: ReadBatch, into_time: int) -> ReadBatch:
         """Rows the stamper refuses (a null event time, or one beyond ``into_time +

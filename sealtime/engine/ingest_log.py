@@ -307,10 +307,9 @@ class IngestLogWriter:
     >>> import tempfile
     >>> entries = LogEntries()
     >>> w = IngestLogWriter(tempfile.mkdtemp(), pa.schema([("x", pa.int64())]), entries)
-    >>> rows = pa.table({"x": [7, 8], "_time": [5, 6], "_diff": [1, 1],
-    ...                  "_late": pa.nulls(2, pa.string())})
+    >>> rows = pa.table({"x": [7, 8], TIME: [5, 6], DIFF: [1, 1], LATE: pa.nulls(2, pa.string())})
     >>> w.write_data(tick=1, rows=rows)
-    >>> pq.read_table(entries.data[0].path).column("_offset").to_pylist(), w.offset
+    >>> pq.read_table(entries.data[0].path).column(OFFSET).to_pylist(), w.offset
     ([0, 1], 2)
     """
 
@@ -339,11 +338,11 @@ class IngestLogWriter:
             self._write_linked(tick, rows)
             return
         n, start = rows.num_rows, self.offset
-        rows = rows.append_column("_offset", pa.array(np.arange(start, start + n, dtype=np.int64)))
+        rows = rows.append_column(OFFSET, pa.array(np.arange(start, start + n, dtype=np.int64)))
         self.offset += n
         if not rows.schema.equals(self.schema):
             rows = rows.select(self.schema.names).cast(self.schema)
-        late = n - rows.column("_late").null_count
+        late = n - rows.column(LATE).null_count
         self._write(rows, f"part-{tick:08d}.parquet", self.entries.data, late, start)
 
     def write_errors(self, errors: pa.Table, tick: int, at: int) -> None:
@@ -660,7 +659,7 @@ class IngestLogReader:
             df = self._scan(output).read(spark, copied)
             key = ("copied", output, *data)  # (a tuple: names may hold commas)
             if key not in self._columns:
-                late = F.col("_late")
+                late = F.col(LATE)
                 if output == "main":
                     plan = (late.isNull(), Projection([*data, TIME, DIFF]))
                 elif output == "late":
