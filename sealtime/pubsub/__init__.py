@@ -9,8 +9,8 @@
   (through a catalog mapping/lookup) or by address(es).
 * `subscribe_view(address, resume_from=None)`: view mode against a publisher with a
   `HistoryProvider` (`InMemoryHistory`): `Snapshot`, then updates per time, resumable.
-* `parse_address`: ``"[HOST:]PORT"`` or ``(host, port)``, the address grammar of every
-  setting that takes one.
+* `parse_address` (from `sealtime.net`): ``"[HOST:]PORT"`` or ``(host, port)``, the
+  address grammar of every setting that takes one.
 * `sealtime.pubsub.protocol`: frames, messages, time encoding.
 * `sealtime.pubsub.catalog`: the catalog of publications (metadata store, served as a
   view; `open_catalog`, `subscribe_catalog`); `sealtime.pubsub.durable.ShardHistory`:
@@ -28,6 +28,7 @@ See docs/pubsub.md for the design.
 [(10, 1)]
 """
 
+from sealtime.net import parse_address
 from sealtime.pubsub.catalog import CatalogEntry, open_catalog, subscribe_catalog
 from sealtime.pubsub.frontier import UpperFrontier, covered_by, merge_lowers, merge_uppers
 from sealtime.pubsub.history import HistoryProvider, InMemoryHistory
@@ -42,7 +43,6 @@ from sealtime.pubsub.subscriber import (
     Snapshot,
     SubscribeError,
     Subscription,
-    parse_address,
     subscribe,
     subscribe_group,
     subscribe_stream,

@@ -41,15 +41,14 @@ import pyarrow as pa
 
 from sealtime.columns import DIFF
 from sealtime.errors import ConfigError, NotFoundError
+from sealtime.net import Address, parse_address
 from sealtime.pubsub.history import InMemoryHistory
 from sealtime.pubsub.publisher import Publisher
 from sealtime.pubsub.subscriber import (
-    Address,
     Closed,
     Snapshot,
     SubscribeError,
     Subscription,
-    parse_address,
     subscribe_view,
 )
 

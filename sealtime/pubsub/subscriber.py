@@ -52,6 +52,7 @@ from typing import Any
 import pyarrow as pa
 
 from sealtime.errors import ConfigError, NotFoundError, SealtimeError
+from sealtime.net import Address, parse_address
 from sealtime.pubsub.frontier import covered_by, merge_uppers
 from sealtime.pubsub.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -72,7 +73,6 @@ from sealtime.pubsub.protocol import (
 from sealtime.time import Antichain, MutableAntichain, describe_frontier, sorted_times
 
 __all__ = [
-    "Address",
     "Closed",
     "Data",
     "Epoch",
@@ -81,16 +81,12 @@ __all__ = [
     "Snapshot",
     "SubscribeError",
     "Subscription",
-    "parse_address",
     "subscribe",
     "subscribe_group",
     "subscribe_stream",
     "subscribe_view",
 ]
 
-Address = str | tuple[str, int]
-#: the host of an address that names none
-LOOPBACK = "127.0.0.1"
 _RECV_SIZE = 1024 * 1024
 
 
@@ -174,35 +170,6 @@ class SubscribeError(SealtimeError, ConnectionError):
     >>> isinstance(SubscribeError("x"), ConnectionError)
     True
     """
-
-
-def parse_address(address: Address, setting: str = "address") -> tuple[str, int]:
-    """``"PORT"``, ``"HOST:PORT"``, ``"[IPv6]:PORT"`` or ``(host, port)`` as ``(host,
-    port)``: the one address grammar of sealtime (publishers, catalogs, the web view).
-    Without a host it is loopback; `setting` names the parameter in errors.
-
-    >>> parse_address("127.0.0.1:7000"), parse_address(("localhost", 1)), parse_address("[::1]:9")
-    (('127.0.0.1', 7000), ('localhost', 1), ('::1', 9))
-    >>> parse_address("8080"), parse_address("0.0.0.0:9000")
-    (('127.0.0.1', 8080), ('0.0.0.0', 9000))
-    >>> parse_address("web:x", "--ui")
-    Traceback (most recent call last):
-    ...
-    sealtime.errors.ConfigError: --ui='web:x' is not an address: give PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8080
-    """
-    if isinstance(address, tuple) and len(address) == 2:
-        host, port = str(address[0]), str(address[1])
-    else:
-        host, _, port = str(address).strip().rpartition(":")
-        host = host.strip("[]") or LOOPBACK
-    if not (port.isascii() and port.isdigit()):
-        raise ConfigError(
-            f"{setting}={address!r} is not an address: give PORT, HOST:PORT or [IPv6]:PORT, "
-            "e.g. 127.0.0.1:8080"
-        )
-    if int(port) > 65535:
-        raise ConfigError(f"{setting}={address!r}: the port must be in 0..65535")
-    return host, int(port)
 
 
 class _Conn:

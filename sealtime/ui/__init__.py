@@ -4,7 +4,7 @@
   the engine; everything below reads only those (or the metadata store).
 * `serve_ui` / `UiServer` (`server`): the web page and ``/metrics``
   (``flow.serve_ui()``, ``sealtime run|demo --ui HOST:PORT``; the address is read by
-  `sealtime.pubsub.parse_address`, the one address grammar).
+  `sealtime.net.parse_address`, the one address grammar).
 * `collect_status` / `format_status` (`status`): ``sealtime status --data-dir D``.
 * `TickProgress` (`progress`): rich progress bars and the demo's status line.
 """

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InternalError
+from ..net import is_loopback
 from ..storage.fs import DataFS
 from .logs import latest_errors, latest_late
 from .metrics import registry_for, render
@@ -36,7 +37,6 @@ __all__ = ["UiServer", "build_app", "serve_ui"]
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class _StateSizes:
@@ -186,7 +186,7 @@ class UiServer:
             if time.monotonic() > deadline:
                 raise InternalError("serve_ui: the web server did not start within 10 s")
             time.sleep(0.01)
-        if host not in _LOOPBACK:
+        if not is_loopback(host):
             log.warning("sealtime UI listens on %s: reachable from other machines", self.url)
         log.info("sealtime UI at %s", self.url)
 

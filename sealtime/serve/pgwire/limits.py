@@ -18,10 +18,10 @@ sealtime.errors.ConfigError: ServerLimits(max_connections=0): must be a positive
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
+from ...net import is_loopback  # (re-exported: the one test of a local host)
 
 __all__ = ["ServerLimits", "check_exposure", "is_loopback"]
 
@@ -63,16 +63,6 @@ class ServerLimits:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"ServerLimits({f.name}={value!r}): must be a positive number")
-
-
-def is_loopback(host: str) -> bool:
-    """Is `host` an address of this machine only (127.0.0.0/8, ::1, ``localhost``)?"""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, password_file: str | None) -> None:
