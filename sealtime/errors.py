@@ -20,21 +20,46 @@ what is wrong and how to fix it.
 | `StateError` | a call the object's state does not allow (a closed publisher, a view defined after ``run()``); names what must come first | `RuntimeError` |
 | `InternalError` | not a user's mistake: an invariant of sealtime broke (a bug; please report it) | `RuntimeError` |
 
-Errors of one package derive from these where they are defined:
-`sealtime.progress.GraphError` (`PlanError`; `CycleError` below it),
-`sealtime.progress.CapabilityError` (`StateError`; `DowngradeError` is also a `ValueError`),
-`sealtime.pubsub.ProtocolError` (a peer sent something that is not the protocol),
-`sealtime.pubsub.SubscribeError` (`SealtimeError`, `ConnectionError`),
-`sealtime.sources.base.BrokerFailed` (a broker source failed for good; `RuntimeError`),
-`sealtime.sql.SqlError` (`PlanError`, with the statement's line and column),
-`sealtime.storage` shard, metadata and file-system errors (`StorageError`).
+Errors of one package derive from these where they are defined (each, too, names what
+is wrong and the fix; the list is checked by ``tests/test_errors.py``):
 
-Kept standard, on purpose: a ``TypeError`` for an argument of the wrong Python type
-given to a low-level API (`sealtime.time`, `sealtime.progress`, `sealtime.kernels`,
-the pub-sub codec), as the standard library does; a ``FileNotFoundError`` for a path
-that names no file or store (as ``open`` does); and `sealtime.time`'s one
-``ValueError`` (`Antichain.as_option` of a wider antichain): `sealtime.time` is the
-floor below this module and imports nothing from sealtime.
+| class | the mistake | derives from |
+|---|---|---|
+| `sealtime.progress.GraphError` / `CycleError` | a progress graph (a loop on which time need not advance) | `PlanError` |
+| `sealtime.progress.CapabilityError` / `DowngradeError` | a capability used after its drop / moved backwards | `StateError` (`DowngradeError` also a `ValueError`) |
+| `sealtime.pubsub.ProtocolError` | a peer sent something that is not the pub-sub protocol | `SealtimeError` |
+| `sealtime.pubsub.SubscribeError` | a subscription could not connect (refused, timed out, another protocol version) | `SealtimeError`, `ConnectionError` |
+| `sealtime.sources.base.BrokerFailed` | a broker source failed for good (a missing stream, a cut subscription) | `SealtimeError`, `RuntimeError` |
+| `sealtime.sources.decode.SchemaMismatchError` | a file whose columns or types differ from the declared schema | `SchemaError` |
+| `sealtime.sql.SqlError` | a statement (with its line and column) | `PlanError` |
+| `sealtime.storage.ShardError`: `ShardNotFoundError`, `ShardExistsError`, `InvalidBatchError`, `SinceError`, `NotYetAvailableError`, `UpperMismatchError` | a shard's contract (an unknown or taken name, a batch outside its range, a since moved back, a read at a time not yet sealed, an append whose expected upper moved) | `StorageError` (`KeyError`, `ValueError` where the name says so) |
+| `sealtime.storage.fs.FileSystemError` | a file of the data dir could not be read or written | `StorageError`, `OSError` |
+| `sealtime.serve.backend.ObjectExistsError` / `DependentObjectsError` | ``CREATE`` of a taken name / ``DROP`` without ``CASCADE`` of what others read | `PlanError` |
+| `sealtime.serve.backend.LimitExceededError` | a bound of `ServerLimits` reached | `ConfigError` |
+| `sealtime.serve.backend.QueryCanceledError` | a statement the client canceled | `StateError` |
+| `sealtime.serve.backend.QueryError` | a statement that failed while running (carries Spark's SQLSTATE) | `SealtimeError` |
+| `sealtime.serve.pgwire.params.ParameterError` | a bound parameter whose value does not read as its type | `SealtimeError`, `ValueError` |
+| `sealtime.serve.pgwire.protocol.ProtocolViolation` | a client broke the PostgreSQL wire protocol | `SealtimeError` |
+
+The private errors of the wire server (``_Duplicate``, ``_CursorError``, ...) are
+`SealtimeError`s that carry a SQLSTATE; ``_Closed``/``_Fatal`` (wire server) and ``_Stop``
+(command line) are control flow that never reaches a caller.
+
+Kept standard, on purpose:
+
+* a ``TypeError`` for an argument of the wrong Python type given to a low-level API
+  (`sealtime.time`, `sealtime.progress`, `sealtime.kernels`, the pub-sub codec), as the
+  standard library does;
+* a ``FileNotFoundError`` for a path that names no file or store (as ``open`` does);
+* `sealtime.time`'s one ``ValueError`` (`Antichain.as_option` of a wider antichain):
+  `sealtime.time` is the floor below this module and imports nothing from sealtime;
+* a ``ValueError`` raised and caught within one function as control flow, never
+  leaving it (`sealtime.serve.pgwire.auth.parse_verifier`, which reports a
+  `ConfigError`);
+* the exceptions of Python's own protocols: ``AttributeError`` (a package's lazy names,
+  immutable values), ``NotImplementedError`` (abstract methods), and the socket's own
+  ``EOFError``/``ConnectionError``/``TimeoutError`` (a peer gone, a broker condition
+  `BrokerHealth` retries, a subscription idle past its ``idle_timeout``).
 
 >>> try:
 ...     raise ConfigError("Dataflow(tick='x'): not a duration; use e.g. tick='1s'")
@@ -49,12 +74,15 @@ __all__ = [
     "ConfigError",
     "DataDirOwnedError",
     "FencedError",
+    "InternalError",
     "MetadataStoreError",
+    "NotFoundError",
     "PlanChangedError",
     "PlanError",
     "ReadBelowSinceError",
     "SchemaError",
     "SealtimeError",
+    "StateError",
     "StorageError",
     "StoredFormatError",
     "WriterConflictError",

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ConfigError
 from ..kernels.keyed import slices_without
 
 __all__ = ["MARKER", "PARTITION", "Kernel", "KernelTask", "split_partitions"]
@@ -70,7 +71,7 @@ class KernelTask:
         present = np.unique(part)
         missing = np.setdiff1d(present, part[marked])
         if len(missing):
-            raise RuntimeError(
+            raise ConfigError(
                 f"sealtime {type(self.kernel).__name__}: a task got rows of arrangement "
                 f"partitions {missing.tolist()} without their markers, so those partitions "
                 "were split among tasks; arrangements need Spark to keep hash partitions "

@@ -352,9 +352,11 @@ class DataFS:
             )
         try:
             if target == "s3":
-                fs, path = _s3(parts, hadoop_conf or {})
+                fs, path = _s3(parts, hadoop_conf or {}, setting)
             else:
                 fs, path = pafs.FileSystem.from_uri(text)
+        except ConfigError:
+            raise  # (already names the setting and the fix)
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise ConfigError(f"{setting}={text!r}: {_fix(target, exc)}") from exc
         return cls(fs, path.rstrip("/"), location=location, spark_root=location, type_name=target)
@@ -853,13 +855,23 @@ def _not_found(exc: BaseException) -> bool:
     return "not found" in text or "no such" in text or "does not exist" in text
 
 
-def _s3(parts: Any, hadoop_conf: Mapping[str, str]) -> tuple[pafs.FileSystem, str]:
+def _s3(parts: Any, hadoop_conf: Mapping[str, str], setting: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's S3 filesystem and the path of an ``s3a://`` URI; a URI without a bucket or
+    with credentials in it is a `ConfigError` naming `setting` and the fix (the latter
+    without repeating the URI, which holds a secret).
+
+    >>> _s3(urlsplit("s3a:///p"), {}, "data_dir")
+    Traceback (most recent call last):
+    ...
+    sealtime.errors.ConfigError: data_dir='s3a:///p': no bucket: write s3a://<bucket>/<path>
+    """
     if not parts.netloc:
-        raise ValueError("no bucket: write s3a://<bucket>/<path>")
+        uri = f"{parts.scheme}://{parts.path}"
+        raise ConfigError(f"{setting}={uri!r}: no bucket: write s3a://<bucket>/<path>")
     if "@" in parts.netloc:
-        raise ValueError(
-            "credentials in the URI are not supported (Spark logs URIs): set them in "
-            "fs.s3a.access.key/fs.s3a.secret.key or the AWS_* environment variables"
+        raise ConfigError(
+            f"{setting}: credentials in an s3a:// URI are not supported (Spark logs URIs): "
+            "set them in fs.s3a.access.key/fs.s3a.secret.key or the AWS_* environment variables"
         )
     options = s3_options_from_hadoop(hadoop_conf)
     if "region" not in options and not (

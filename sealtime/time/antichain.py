@@ -226,11 +226,23 @@ class Antichain(Generic[T]):
     def as_option(self) -> T | None:
         """The single element, or None if empty; for totally ordered (int) frontiers.
 
+        A wider antichain (a partially ordered frontier) has no single element: a
+        ``ValueError``, as ``int("x")`` is one (this floor raises no sealtime errors;
+        `sealtime.errors` lists it).
+
         >>> Antichain([4]).as_option(), Antichain().as_option()
         (4, None)
+        >>> from sealtime.time import Product
+        >>> Antichain([Product(0, 1), Product(1, 0)]).as_option()
+        Traceback (most recent call last):
+        ...
+        ValueError: as_option() on an antichain of 2 elements: it holds one time at most only when times are totally ordered; read elements() instead
         """
         if len(self._elements) > 1:
-            raise ValueError(f"as_option() on an antichain of {len(self._elements)} elements")
+            raise ValueError(
+                f"as_option() on an antichain of {len(self._elements)} elements: it holds one "
+                "time at most only when times are totally ordered; read elements() instead"
+            )
         return self._elements[0] if self._elements else None
 
     def is_empty(self) -> bool:

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 from sealtime.arrangement.task import MARKER, PARTITION, KernelTask
+from sealtime.errors import ConfigError
 
 OUT = pa.schema([("p", pa.int64()), ("k", pa.int64())])
 
@@ -63,7 +64,7 @@ def test_a_partition_with_only_its_marker_still_runs() -> None:
 
 def test_a_partition_split_among_tasks_is_an_error_naming_the_settings() -> None:
     task = KernelTask(Echo(), pa.schema([]), OUT)
-    with pytest.raises(RuntimeError, match=r"partitions \[4\].*spark.sql.adaptive.enabled"):
+    with pytest.raises(ConfigError, match=r"partitions \[4\].*spark.sql.adaptive.enabled"):
         run(task, [batch([2, 4, 4], [None, 40, 41], [True, False, False])])
 
 

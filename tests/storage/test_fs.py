@@ -174,7 +174,7 @@ def test_hadoop_schemes_map_to_pyarrow():
         ("wasbs://c@acct.blob.core.windows.net/d", "abfss://"),
         ("oss://bucket/d", "register_filesystem"),
         ("s3a://bucket/d?endpoint_override=x", "hadoop_conf"),
-        ("s3a://key:secret@bucket/d", "fs.s3a.access.key"),
+        ("s3a:///d", "s3a://<bucket>/<path>"),
     ],
 )
 def test_unreachable_scheme_names_setting_and_fix(uri, fix):
@@ -182,6 +182,14 @@ def test_unreachable_scheme_names_setting_and_fix(uri, fix):
         DataFS.from_uri(uri, setting="Parquet(path)")
     assert str(err.value).startswith(f"Parquet(path)={uri!r}")
     assert fix in str(err.value)
+
+
+def test_credentials_in_a_uri_are_refused_without_repeating_them():
+    with pytest.raises(ConfigError) as err:
+        DataFS.from_uri("s3a://key:s3cr3t@bucket/d", setting="Parquet(path)")
+    assert str(err.value).startswith("Parquet(path): ")
+    assert "fs.s3a.access.key" in str(err.value)
+    assert "s3cr3t" not in str(err.value)
 
 
 @pytest.mark.skipif(bool(os.environ.get("ARROW_LIBHDFS_DIR")), reason="libhdfs configured")
