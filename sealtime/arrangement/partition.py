@@ -33,15 +33,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigError
-from ..kernels.keyed import HASH, exact_groups, match
+from ..kernels.keyed import HASH, MIX, ROW_CNT, ROW_HASH, exact_groups, match
 from ..storage.fs import DataFS
 from .runs import as_fs, live_spine, read_run, run_rows, spine_name, write_run
 
 __all__ = ["CNT", "ROW_HASH", "Lookup", "SpinePartition", "consolidate_rows"]
 
-CNT = "__cnt"
-ROW_HASH = "__r"
-_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads the key hash
+CNT = ROW_CNT  # (the name `operators.windowed_reduce` imports)
 
 
 @dataclass
@@ -75,17 +73,19 @@ def consolidate_rows(table: pa.Table, keys: Sequence[str], columns: Sequence[str
     h = np.asarray(table.column(HASH).to_numpy(), dtype=np.int64)
     r = np.asarray(table.column(ROW_HASH).to_numpy(), dtype=np.int64)
     with np.errstate(over="ignore"):
-        mixed = h * _MIX + r
+        mixed = h * MIX + r
     probe = table.append_column("__m", pa.array(mixed))
     # Group by the mixed hash, verified on every column: exact whatever the hashes do.
     order, starts = exact_groups(probe, list(columns), then=None, hash_column="__m")
-    cnt = np.asarray(table.column(CNT).to_numpy(), dtype=np.int64)[order]
+    cnt = np.asarray(table.column(ROW_CNT).to_numpy(), dtype=np.int64)[order]
     first = np.flatnonzero(starts)
     sums = np.add.reduceat(cnt, first) if len(first) else cnt[:0]
     keep = sums != 0
     rows = order[first[keep]]
     out = table.take(pa.array(rows, pa.int64()))
-    out = out.set_column(out.schema.get_field_index(CNT), CNT, pa.array(sums[keep], pa.int64()))
+    out = out.set_column(
+        out.schema.get_field_index(ROW_CNT), ROW_CNT, pa.array(sums[keep], pa.int64())
+    )
     # Back to hash order (the mixed hash scrambled it); stable keeps equal keys adjacent.
     hh = np.asarray(out.column(HASH).to_numpy(), dtype=np.int64)
     return out.take(pa.array(np.argsort(hh, kind="stable"), pa.int64()))
@@ -183,7 +183,7 @@ class SpinePartition:
     def _row_columns(self, table: pa.Table) -> list[str]:
         if self.columns is not None:
             return list(self.columns)
-        return [c for c in table.column_names if c not in (HASH, ROW_HASH, CNT, "__q")]
+        return [c for c in table.column_names if c not in (HASH, ROW_HASH, ROW_CNT, "__q")]
 
     def scan(self) -> pa.Table | None:
         """The whole partition's state (consolidated), or None when empty."""

@@ -16,6 +16,7 @@ from ..kernels.accumulate import AccumulateSpec, accumulate, empty_state
 from ..kernels.differential_top_k import TopKSpec, top_k_step
 from ..kernels.general_reduce import ReduceSpec, general_reduce
 from ..kernels.join import JoinSpec, join_step
+from ..kernels.keyed import ROW_CNT
 from ..kernels.windowed import merge_partials, split_sealed
 from ..storage.fs import DataFS
 from .partition import SpinePartition, consolidate_rows
@@ -74,8 +75,8 @@ class AccumulateStep:
 
 @dataclass(frozen=True)
 class GeneralStep:
-    """A general reduce (`sealtime.kernels.reduce`) or a top-k
-    (`sealtime.kernels.top_k`) on an additive arrangement of the keys' rows."""
+    """A general reduce (`sealtime.kernels.general_reduce`) or a top-k
+    (`sealtime.kernels.differential_top_k`) on an additive arrangement of the keys' rows."""
 
     spec: ReduceSpec | TopKSpec
     root: DataFS
@@ -191,7 +192,7 @@ class WindowedStep:
             rows = pa.concat_tables([p.cast(table.schema) for p in parts])
             out = consolidate_rows(rows, self.group, columns) if rows.num_rows else rows
             if out.num_rows:
-                out = out.filter(pc.greater(out.column("__cnt"), 0))
+                out = out.filter(pc.greater(out.column(ROW_CNT), 0))
         if still_open.num_rows:
             ends = still_open.column("window_end")
             for bucket in pc.unique(ends).to_pylist():

@@ -43,9 +43,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PlanError
-from .general_reduce import DIFF, ROW, TIME, Timeline, pack_keys, timeline, value_ranks
+from .general_reduce import DIFF, TIME, Timeline, pack_keys, timeline, value_ranks
 from .interval_top_k import MAX_K, per_slot_topk
-from .keyed import comparable
+from .keyed import ROW_HASH, comparable
 
 __all__ = ["TopKSpec", "item_ranks", "top_k_step"]
 
@@ -67,7 +67,7 @@ def item_ranks(tl: Timeline, spec: TopKSpec) -> np.ndarray:
 
     Ranks are global, but only their order within a key matters.
     """
-    used = list(dict.fromkeys([*(c for c, _ in spec.order), *spec.tie, *spec.values, ROW]))
+    used = list(dict.fromkeys([*(c for c, _ in spec.order), *spec.tie, *spec.values, ROW_HASH]))
     items = tl.rows.select(used).take(pa.array(tl.item_row, pa.int64()))
     columns: list[np.ndarray] = []  # dense, >= 0, most significant first
     for column, ascending in spec.order:
@@ -76,7 +76,7 @@ def item_ranks(tl: Timeline, spec: TopKSpec) -> np.ndarray:
         # ascending: nulls (0) first; descending: reversed values, nulls (top + 1) last
         columns.append(r + 1 if ascending else np.where(r < 0, top + 1, top - r))
     columns += [value_ranks(items.column(c)) + 1 for c in spec.tie]
-    row_hash = np.asarray(items.column(ROW).to_numpy(), dtype=np.int64)
+    row_hash = np.asarray(items.column(ROW_HASH).to_numpy(), dtype=np.int64)
     words = [*pack_keys(columns), row_hash]
     perm = np.lexsort(words[::-1])
     if len(perm) > 1:

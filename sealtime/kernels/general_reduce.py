@@ -72,7 +72,17 @@ from ..plan.aggregates import AggregateKind
 from .aggregates import ValueRepr, checked_spec
 from .int128 import Int128
 from .interval_top_k import per_slot_count, per_slot_topk
-from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
+from .keyed import (
+    HASH,
+    MIX,
+    ROW_CNT,
+    ROW_HASH,
+    exact_groups,
+    int64s,
+    segment_ids,
+    segmented_cumsum,
+    validity,
+)
 
 __all__ = [
     "GAgg",
@@ -87,10 +97,7 @@ __all__ = [
     "value_ranks",
 ]
 
-ROW = "__r"  # hash of key and values: groups equal rows cheaply (verified on values)
-CNT = "__cnt"
 KINDS = tuple(k.value for k in AggregateKind)
-_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads the key id
 _DEC_BOUND = Int128.from_pyints([10**38])  # decimal(38) holds |v| < 10**38
 
 
@@ -144,7 +151,7 @@ def run_schema(keys: Sequence[str], values: Sequence[str], schema: pa.Schema) ->
     """
     fields = [pa.field(HASH, pa.int64())]
     fields += [schema.field(c) for c in (*keys, *values)]
-    fields += [pa.field(ROW, pa.int64()), pa.field(CNT, pa.int64())]
+    fields += [pa.field(ROW_HASH, pa.int64()), pa.field(ROW_CNT, pa.int64())]
     return pa.schema(fields)
 
 
@@ -334,7 +341,9 @@ def _check_columns(delta: pa.Table, keys: Sequence[str], values: Sequence[str]) 
         raise PlanError(f"value columns must not be key columns: {sorted(set(keys) & set(values))}")
     if len(set(values)) != len(values):
         raise PlanError(f"duplicate value columns: {list(values)}")
-    missing = [c for c in (HASH, *keys, *values, ROW, TIME, DIFF) if c not in delta.column_names]
+    missing = [
+        c for c in (HASH, *keys, *values, ROW_HASH, TIME, DIFF) if c not in delta.column_names
+    ]
     if missing:
         raise SchemaError(f"delta lacks columns {missing}")
 
@@ -382,7 +391,7 @@ def timeline(
     key_table = delta.select([HASH, *keys]).take(pa.array(korder[kstarts], pa.int64()))
 
     # -- the touched keys' state: entries at their key's base slot
-    cols = [*values, ROW]
+    cols = [*values, ROW_HASH]
     delta_rows = delta.select(cols)
     found = lookup(key_table) if nkey else None
     if found is not None and len(found.query):
@@ -392,7 +401,7 @@ def timeline(
         rows = pa.concat_tables([e_rows, delta_rows]).combine_chunks()
         row_kid = np.concatenate([e_kid, d_kid])
         row_slot = np.concatenate([offsets[e_kid], d_slot])
-        row_diff = np.concatenate([int64s(entries.column(CNT)), diffs])
+        row_diff = np.concatenate([int64s(entries.column(ROW_CNT)), diffs])
     else:
         rows = delta_rows.combine_chunks()
         row_kid, row_slot, row_diff = d_kid, d_slot, diffs
@@ -400,7 +409,7 @@ def timeline(
 
     # -- items: equal (key, values), by the mixed hash verified on the values
     with np.errstate(over="ignore"):
-        mixed = row_kid * _MIX + int64s(rows.column(ROW))
+        mixed = row_kid * MIX + int64s(rows.column(ROW_HASH))
     probe = pa.table({"__m": mixed, "__kid": row_kid, **{c: rows.column(c) for c in values}})
     order, istarts = exact_groups(probe, ["__kid", *values], then=row_slot, hash_column="__m")
     item_first = np.flatnonzero(istarts)
@@ -423,8 +432,8 @@ def timeline(
         dsum = np.add.reduceat(np.where(order >= n_state, row_diff[order], 0), item_first)
         rep = np.maximum.reduceat(order, item_first) - n_state  # a delta row of the item
         keep = dsum != 0
-        run = delta.select([HASH, *keys, *values, ROW]).take(pa.array(rep[keep], pa.int64()))
-        run = run.append_column(CNT, pa.array(dsum[keep], pa.int64()))
+        run = delta.select([HASH, *keys, *values, ROW_HASH]).take(pa.array(rep[keep], pa.int64()))
+        run = run.append_column(ROW_CNT, pa.array(dsum[keep], pa.int64()))
         hh = int64s(run.column(HASH))
         run = run.take(pa.array(np.argsort(hh, kind="stable"), pa.int64()))
     else:

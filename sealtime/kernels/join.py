@@ -43,14 +43,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
-from .keyed import HASH, exact_groups, match, slices_without
+from .keyed import HASH, MIX, ROW_CNT, ROW_HASH, exact_groups, match, slices_without
 
 __all__ = ["JoinSpec", "join_step", "side_schema"]
 
 SIDE = "__side"
-ROW = "__r"  # hash of the whole row: groups equal rows cheaply (verified on values)
-CNT = "__cnt"
-_MIX = np.int64(-7046029254386353131)
 
 
 @dataclass(frozen=True)
@@ -69,7 +66,7 @@ def side_schema(spec: JoinSpec, side: int, input_schema: pa.Schema) -> pa.Schema
     """Arrangement rows of one side: ``__h``, keys, payload, ``__r``, ``__cnt``."""
     fields = [pa.field(HASH, pa.int64())]
     fields += [input_schema.field(c) for c in (*spec.keys, *spec.payload(side))]
-    fields += [pa.field(ROW, pa.int64()), pa.field(CNT, pa.int64())]
+    fields += [pa.field(ROW_HASH, pa.int64()), pa.field(ROW_CNT, pa.int64())]
     return pa.schema(fields)
 
 
@@ -89,11 +86,11 @@ def _consolidate(rows: pa.Table, columns: list[str], with_time: bool) -> pa.Tabl
     if rows.num_rows == 0:
         return rows
     h = _i64(rows.column(HASH))
-    r = _i64(rows.column(ROW))
+    r = _i64(rows.column(ROW_HASH))
     with np.errstate(over="ignore"):
-        mixed = h * _MIX + r
+        mixed = h * MIX + r
         if with_time:
-            mixed = mixed * _MIX + _i64(rows.column(TIME))
+            mixed = mixed * MIX + _i64(rows.column(TIME))
     diffs = _i64(rows.column(DIFF))
     if pd.Index(mixed).is_unique and bool(diffs.all()):
         if bool((h[1:] >= h[:-1]).all()):
@@ -191,14 +188,16 @@ def join_step(
     side = np.asarray(delta.column(SIDE).to_numpy(), dtype=np.int8)
     deltas = []
     for s in (0, 1):
-        cols = [HASH, *keys, *spec.payload(s), ROW, TIME, DIFF]
+        cols = [HASH, *keys, *spec.payload(s), ROW_HASH, TIME, DIFF]
         # (the other side's payload is not copied)
         rows = _rows_where(delta.select(cols), side == s)
         deltas.append(_consolidate(rows, [*keys, *spec.payload(s)], with_time=True))
     da, db = deltas
     parts: list[pa.Table] = []
 
-    work_schema = out_schema.append(pa.field(HASH, pa.int64())).append(pa.field(ROW, pa.int64()))
+    work_schema = out_schema.append(pa.field(HASH, pa.int64())).append(
+        pa.field(ROW_HASH, pa.int64())
+    )
 
     def emit(a_rows: pa.Table, b_rows: pa.Table, time: np.ndarray, diff: np.ndarray) -> None:
         if not len(diff):
@@ -209,7 +208,7 @@ def join_step(
         arrays += [pa.array(time, pa.int64()), pa.array(diff, pa.int64())]
         # The output row's hash: its key's, and its two halves' row hashes mixed.
         with np.errstate(over="ignore"):
-            row = _i64(a_rows.column(ROW)) * _MIX + _i64(b_rows.column(ROW))
+            row = _i64(a_rows.column(ROW_HASH)) * MIX + _i64(b_rows.column(ROW_HASH))
         arrays += [a_rows.column(HASH), pa.array(row, pa.int64())]
         parts.append(pa.Table.from_arrays(arrays, schema=work_schema))
 
@@ -238,7 +237,7 @@ def join_step(
         erow = np.repeat(lo, n) + within
         dtab = d.take(pa.array(drow, pa.int64()))
         etab = entries.take(pa.array(erow, pa.int64()))
-        diff = _i64(dtab.column(DIFF)) * _i64(etab.column(CNT))
+        diff = _i64(dtab.column(DIFF)) * _i64(etab.column(ROW_CNT))
         time = _i64(dtab.column(TIME))
         if s == 0:
             emit(dtab, etab, time, diff)
@@ -258,8 +257,8 @@ def join_step(
     runs = []
     for s, d in ((0, da), (1, db)):
         # The side's new run: its updates with the times collapsed, consolidated.
-        cols = [HASH, *keys, *spec.payload(s), ROW]
+        cols = [HASH, *keys, *spec.payload(s), ROW_HASH]
         collapsed = _consolidate(d, [*keys, *spec.payload(s)], with_time=False)
-        run = collapsed.select(cols).append_column(CNT, collapsed.column(DIFF))
+        run = collapsed.select(cols).append_column(ROW_CNT, collapsed.column(DIFF))
         runs.append(run.cast(side_schema(spec, s, schema)))
     return output, (runs[0], runs[1])

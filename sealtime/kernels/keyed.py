@@ -29,6 +29,9 @@ import pyarrow.compute as pc
 
 __all__ = [
     "HASH",
+    "MIX",
+    "ROW_CNT",
+    "ROW_HASH",
     "comparable",
     "exact_groups",
     "match",
@@ -37,7 +40,15 @@ __all__ = [
     "slices_without",
 ]
 
+#: the key's hash (int64, Spark's ``xxhash64`` of the key columns): routes and groups keys
 HASH = "__h"
+#: the row's hash (key and values): groups equal rows cheaply (verified on the values)
+ROW_HASH = "__r"
+#: an arranged row's accumulated multiplicity (the deltas' ``_diff``, summed)
+ROW_CNT = "__cnt"
+#: 0x9E3779B97F4A7C15 (the golden ratio) as int64: ``h * MIX + r`` spreads one hash
+#: over another when two are combined into one group id
+MIX = np.int64(-7046029254386353131)
 
 
 def comparable(table: pa.Table | pa.Schema, columns: Sequence[str]) -> list[str]:
