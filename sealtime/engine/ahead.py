@@ -7,8 +7,8 @@ is a scan of the whole file, since a run-time time bound skips no row group. A
 stateless pipeline into a Python sink thus read most files twice.
 
 When a sink takes Arrow (`sealtime.sinks.base.Sink.takes_arrow`) and its collection is
-`PER_ROW` operators over one source's main output
-(`sealtime.operators.base.row_source`), the engine reads each log entry once instead:
+per-row operators (`PlanNode.per_row`) over one source's main output
+(`sealtime.plan.row_source`), the engine reads each log entry once instead:
 it collects the entry's updates at all their times, hands the sink those below the
 frontier and holds the rest, in Arrow on the driver, for the ticks that seal them.
 
