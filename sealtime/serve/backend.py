@@ -12,8 +12,9 @@ plain data, so the two sides meet at a small typed surface:
   batches, streamed) or `Subscription` (columns and an `EventStream` of `Update` and
   `Progress` items);
 * errors are `sealtime.errors.SealtimeError`s (`SqlError` included); the wire layer maps
-  them to SQLSTATE codes in one table (`sealtime.serve.pgwire.sqlstate`). An error may
-  carry its own code in a ``sqlstate`` attribute; the errors below have one.
+  them to SQLSTATE codes in one table (`sealtime.serve.pgwire.sqlstate`), the errors
+  below included. Only errors whose code depends on the instance carry their own
+  ``sqlstate`` attribute (`QueryError`, a `SqlError`).
 
 Rows stay Arrow from the backend to the socket: the wire layer encodes whole batches
 (`sealtime.serve.pgwire.encode`), never a Python object per value.
@@ -280,33 +281,26 @@ class Backend(Protocol):
 
 
 # ---------------------------------------------------------------------- errors
-# The service raises these where no sealtime error says it; each carries its SQLSTATE.
+# The service raises these where no sealtime error says it; their SQLSTATEs are in
+# `sealtime.serve.pgwire.sqlstate.BY_CLASS`.
 
 
 class ObjectExistsError(PlanError):
-    """CREATE of a name that is taken (SQLSTATE 42P07 duplicate_table)."""
-
-    sqlstate = "42P07"
+    """CREATE of a name that is taken (42710 duplicate_object, as Materialize)."""
 
 
 class DependentObjectsError(PlanError):
     """DROP of an object others depend on without CASCADE (2BP01
     dependent_objects_still_exist); the message names the dependents."""
 
-    sqlstate = "2BP01"
-
 
 class LimitExceededError(ConfigError):
     """A bound of `ServerLimits` was reached (54000 program_limit_exceeded); the message
     names the setting and how to stay within it."""
 
-    sqlstate = "54000"
-
 
 class QueryCanceledError(StateError):
     """The statement was canceled by the client (57014 query_canceled)."""
-
-    sqlstate = "57014"
 
 
 class QueryError(SealtimeError):

@@ -30,7 +30,6 @@ sealtime.serve.backend.QueryError: [DIVIDE_BY_ZERO] Division by zero.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -43,7 +42,16 @@ from sqlglot import exp
 from ..columns import DIFF, TIME, consolidate
 from ..errors import NotFoundError
 from ..sql.errors import SqlError
-from ..sql.statements import Select, Subscribe, parse_statement, split
+from ..sql.statements import (
+    CreateView,
+    Drop,
+    Explain,
+    Select,
+    Show,
+    Subscribe,
+    parse_statement,
+    split,
+)
 from .backend import (
     Column,
     Command,
@@ -62,10 +70,6 @@ from .backend import (
 )
 
 __all__ = ["FakeBackend", "FakeEventStream", "FakeSession"]
-
-_AS_OF = re.compile(r"\s+AS\s+OF\s+(\d+)\s*$", re.IGNORECASE)
-_DROP = re.compile(r"^\s*DROP\s+VIEW\s+(IF\s+EXISTS\s+)?(\w+)(\s+CASCADE)?\s*$", re.IGNORECASE)
-_SHOW = re.compile(r"^\s*SHOW\s+(VIEWS|SOURCES|SINKS)\s*$", re.IGNORECASE)
 
 
 class FakeEventStream:
@@ -195,52 +199,50 @@ class FakeSession:
         return self._run(sql, describe=False)
 
     def _run(self, sql: str, describe: bool) -> Result:
-        if m := _SHOW.match(sql):
-            names = sorted(self.backend.views) if m.group(1).upper() == "VIEWS" else []
-            return Rows(
-                [Column("name", PgType.TEXT)],
-                [pa.record_batch({"name": pa.array(names, pa.string())})],
-                tag="SHOW",
-            )
-        if m := _DROP.match(sql):
-            return self._drop(m.group(2).lower(), bool(m.group(1)), bool(m.group(3)), describe)
-        as_of = None
-        if m := _AS_OF.search(sql):
-            as_of, sql = int(m.group(1)), sql[: m.start()]
         statements = split(sql)
         if len(statements) != 1:
             raise SqlError("statement", "one statement at a time")
-        stmt = statements[0]
-        if stmt.kind == "CREATE VIEW":
-            item = parse_statement(stmt)
-            name = item.name.lower()  # type: ignore[union-attr]
-            if name in self.backend.views:
-                raise ObjectExistsError(
-                    f"CREATE VIEW {name}: a view named {name!r} exists; DROP it first"
-                )
-            if describe:
-                return Command("CREATE VIEW")
-            result = self._select(item.query.tree, None)  # type: ignore[union-attr]
-            self.backend.views[name] = pa.Table.from_batches(list(result.batches))
-            self.backend.depends[name] = {
-                t.name.lower()
-                for t in item.query.tree.find_all(exp.Table)  # type: ignore[union-attr]
-            }
+        item = parse_statement(statements[0])
+        run = _STATEMENTS.get(type(item))
+        if run is None:
+            return Command(statements[0].kind)
+        return run(self, item, describe)
+
+    def _show(self, item: Show, describe: bool) -> Rows:
+        names = sorted(self.backend.views) if item.what == "VIEWS" else []
+        return Rows(
+            [Column("name", PgType.TEXT)],
+            [pa.record_batch({"name": pa.array(names, pa.string())})],
+            tag="SHOW",
+        )
+
+    def _create_view(self, item: CreateView, describe: bool) -> Command:
+        name = item.name.lower()
+        if name in self.backend.views:
+            raise ObjectExistsError(
+                f"CREATE VIEW {name}: a view named {name!r} exists; DROP it first"
+            )
+        if describe:
             return Command("CREATE VIEW")
-        if stmt.kind == "EXPLAIN":
-            return Rows(
-                [Column("plan", PgType.TEXT)],
-                [pa.record_batch({"plan": ["fake: scan, filter, project"]})],
-                tag="EXPLAIN",
-            )
-        item = parse_statement(stmt)
-        if isinstance(item, Select):
-            return self._select(
-                item.query.tree, as_of if as_of is not None else item.as_of, empty=describe
-            )
-        if isinstance(item, Subscribe):
-            return self._subscribe(item, as_of, describe)
-        return Command(stmt.kind)
+        result = self._select(item.query.tree, None)
+        self.backend.views[name] = pa.Table.from_batches(list(result.batches))
+        self.backend.depends[name] = {t.name.lower() for t in item.query.tree.find_all(exp.Table)}
+        return Command("CREATE VIEW")
+
+    def _explain(self, item: Explain, describe: bool) -> Rows:
+        return Rows(
+            [Column("plan", PgType.TEXT)],
+            [pa.record_batch({"plan": ["fake: scan, filter, project"]})],
+            tag="EXPLAIN",
+        )
+
+    def _run_select(self, item: Select, describe: bool) -> Rows:
+        return self._select(item.query.tree, item.as_of, empty=describe)
+
+    def _run_drop(self, item: Drop, describe: bool) -> Command:
+        if item.what != "VIEW":
+            return Command(f"DROP {item.what}")
+        return self._drop(item.name.lower(), item.if_exists, item.cascade, describe)
 
     def _drop(self, name: str, if_exists: bool, cascade: bool, describe: bool) -> Command:
         views = self.backend.views
@@ -288,7 +290,7 @@ class FakeSession:
         out = pa.Table.from_arrays(arrays, names=names)
         return Rows(columns_of(out.schema), out.to_batches(), tag=f"SELECT {out.num_rows}")
 
-    def _subscribe(self, item: Subscribe, as_of: int | None, describe: bool) -> Subscription:
+    def _subscribe(self, item: Subscribe, describe: bool) -> Subscription:
         backend = self.backend
         history = backend.table(item.view)
         view_cols = [c for c in columns_of(history.schema) if c.name not in (TIME, DIFF)]
@@ -298,7 +300,11 @@ class FakeSession:
             return Subscription(columns, stream, item.progress)
         with backend._lock:
             frontier = backend.frontiers.get(item.view.lower())
-            at = as_of if as_of is not None else (frontier - 1 if frontier is not None else None)
+            at = (
+                item.as_of
+                if item.as_of is not None
+                else (frontier - 1 if frontier is not None else None)
+            )
             if at is None:
                 at = max(history[TIME].to_pylist(), default=0)
             if item.snapshot:
@@ -315,6 +321,16 @@ class FakeSession:
                 backend.streams.append(stream)
         return Subscription(columns, stream, item.progress)
 
+
+#: how the fake session runs each parsed statement (others: their tag, no effect)
+_STATEMENTS = {
+    Show: FakeSession._show,
+    Drop: FakeSession._run_drop,
+    CreateView: FakeSession._create_view,
+    Explain: FakeSession._explain,
+    Select: FakeSession._run_select,
+    Subscribe: FakeSession._subscribe,
+}
 
 _BINARY = {
     exp.Add: pc.add_checked,

@@ -57,6 +57,7 @@ from .backend import (
     columns_of,
     subscription_columns,
 )
+from .catalog import ObjectKind
 from .service import Service
 
 __all__ = ["ServiceBackend", "ServiceSession"]
@@ -120,18 +121,17 @@ class ServiceSession:
     def _show(self, item: Show) -> Rows:
         service = self.service
         assert service.catalog is not None
-        kinds = {"SOURCES": ("source",), "VIEWS": ("view",), "SINKS": ("sink", "publication")}
         hydrating = service.flow.engine.hydrating()
         names, kinds_out, owners, states, sqls = [], [], [], [], []
         for e in service.catalog.entries():
-            if e.kind not in kinds[item.what]:
+            if e.kind not in _SHOWN[item.what]:
                 continue
             state = "running"
-            if e.kind == "view":
+            if e.kind is ObjectKind.VIEW:
                 node = tables.lookup(service.flow, e.name)
                 state = "hydrating" if node and node.collection.node.id in hydrating else "live"
             names.append(e.name)
-            kinds_out.append(e.kind)
+            kinds_out.append(e.kind.value)
             owners.append(e.owner)
             states.append(state)
             sqls.append(e.sql)
@@ -308,6 +308,13 @@ class ServiceSession:
         batch = pa.record_batch([pa.array(lines, pa.string())], names=["plan"])
         return Rows([Column("plan", PgType.TEXT)], [batch], tag="EXPLAIN")
 
+
+#: the catalog objects each ``SHOW`` lists
+_SHOWN = {
+    "SOURCES": (ObjectKind.SOURCE,),
+    "VIEWS": (ObjectKind.VIEW,),
+    "SINKS": (ObjectKind.SINK, ObjectKind.PUBLICATION),
+}
 
 _SHOW_COLUMNS = [
     Column("name", PgType.TEXT),

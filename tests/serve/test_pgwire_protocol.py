@@ -63,7 +63,7 @@ def test_bad_parameter_value_is_22P02(server: PgServer) -> None:
         ("SELECT 1/0", "22012", "Division by zero"),
         ("SELECT * FROM nope", "42P01", "no source or view named 'nope'"),
         ("SELECT FROM WHERE", "42601", "syntax"),
-        ("CREATE VIEW v AS SELECT 1", "42P07", "exists"),
+        ("CREATE VIEW v AS SELECT 1", "42710", "exists"),
         ("DROP VIEW nope", "42P01", "no view named"),
         ("SELECT * FROM typed ORDER BY", "42601", "syntax"),
         ("FETCH 1 nocursor", "34000", 'cursor "nocursor" does not exist'),

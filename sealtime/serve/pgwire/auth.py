@@ -20,8 +20,8 @@ is written here with hashlib and hmac, see docs/pgwire.md). A user not in the fi
 exchange and fails the same way, so the reply does not tell whether the user exists.
 
 >>> creds = parse_password_file("alice:pw\\n# x\\ncarol:" + md5_hash("pw", "carol") + "\\n")
->>> sorted(creds), creds["alice"].kind, creds["carol"].kind
-(['alice', 'carol'], 'plain', 'md5')
+>>> sorted(creds), type(creds["alice"]).__name__, creds["carol"].method
+(['alice', 'carol'], 'PlainPassword', 'md5')
 >>> salt = b"1234"
 >>> md5_check(creds["carol"], "carol", salt, md5_client_response("pw", "carol", salt))
 True
@@ -45,6 +45,9 @@ from ...errors import ConfigError
 __all__ = [
     "AUTH_METHODS",
     "Credential",
+    "Md5Hash",
+    "PlainPassword",
+    "ScramVerifier",
     "load_password_file",
     "md5_check",
     "md5_client_response",
@@ -60,14 +63,65 @@ SCRAM = "SCRAM-SHA-256"
 _ITERATIONS = 4096
 
 
-@dataclass(frozen=True)
-class Credential:
-    """One user's line of the password file: `kind` is ``plain`` (the password),
-    ``scram`` (a SCRAM-SHA-256 verifier) or ``md5`` (``md5`` + hex digest); `secret`
-    is what the file holds after the ``:``."""
+#: a user's SCRAM-SHA-256 keys: (salt, StoredKey, ServerKey, iterations), RFC 5802
+_ScramKeys = tuple[bytes, bytes, bytes, int]
 
-    kind: str
-    secret: str
+
+class Credential:
+    """What the password file holds for one user, in one of three forms (the classes
+    below); each form says which exchanges it can answer, so the server never asks
+    which form it has. `method` is the exchange the form forces (None: the server's
+    `auth_method`)."""
+
+    method: str | None = None
+
+    def md5_stored(self, user: str) -> str | None:
+        """PostgreSQL's stored md5 password (``md5`` + hex) of `user`; None: this form
+        cannot answer an md5 challenge."""
+        return None
+
+    def scram_keys(self) -> _ScramKeys | None:
+        """The SCRAM-SHA-256 keys of this user; None: this form cannot answer SCRAM."""
+        return None
+
+
+@dataclass(frozen=True)
+class PlainPassword(Credential):
+    """``user:password``: answers SCRAM (keys derived per exchange) and md5."""
+
+    password: str
+
+    def md5_stored(self, user: str) -> str | None:
+        return md5_hash(self.password, user)
+
+    def scram_keys(self) -> _ScramKeys | None:
+        salt = os.urandom(16)
+        return (salt, *_scram_keys(self.password, salt, _ITERATIONS), _ITERATIONS)
+
+
+@dataclass(frozen=True)
+class ScramVerifier(Credential):
+    """``user:SCRAM-SHA-256$...``: PostgreSQL's verifier; SCRAM only."""
+
+    verifier: str
+    method = "scram-sha-256"
+
+    def __post_init__(self) -> None:
+        parse_verifier(self.verifier)  # (a broken verifier is refused when the file is read)
+
+    def scram_keys(self) -> _ScramKeys | None:
+        return parse_verifier(self.verifier)
+
+
+@dataclass(frozen=True)
+class Md5Hash(Credential):
+    """``user:md5<hex>``: PostgreSQL's md5(password + user); md5 only."""
+
+    digest: str
+    method = "md5"
+
+    def md5_stored(self, user: str) -> str | None:
+        return self.digest
 
 
 def md5_hash(password: str, user: str) -> str:
@@ -83,12 +137,9 @@ def md5_client_response(password: str, user: str, salt: bytes) -> str:
 
 def md5_check(cred: Credential | None, user: str, salt: bytes, response: str) -> bool:
     """Does `response` prove the password of `cred` (None: unknown user: never)?"""
-    if cred is None or cred.kind == "scram":
+    hashed = cred.md5_stored(user) if cred is not None else None
+    if hashed is None:
         hashed = "md5" + secrets.token_hex(16)  # same work, never equal
-    elif cred.kind == "md5":
-        hashed = cred.secret
-    else:
-        hashed = md5_hash(cred.secret, user)
     expected = "md5" + hashlib.md5(hashed[3:].encode() + salt).hexdigest()
     return hmac.compare_digest(expected.encode(), response.encode())
 
@@ -150,13 +201,13 @@ def parse_password_file(text: str, path: str = "--password-file") -> dict[str, C
                 f"{path}, line {n}: expected user:password (or user:SCRAM-SHA-256$... / "
                 "user:md5<hex>)"
             )
+        cred: Credential
         if secret.startswith(SCRAM + "$"):
-            parse_verifier(secret)  # refuse a broken verifier now, not at login
-            cred = Credential("scram", secret)
+            cred = ScramVerifier(secret)
         elif len(secret) == 35 and secret.startswith("md5"):
-            cred = Credential("md5", secret)
+            cred = Md5Hash(secret)
         else:
-            cred = Credential("plain", secret)
+            cred = PlainPassword(secret)
         if user in out:
             raise ConfigError(f"{path}, line {n}: user {user!r} appears twice")
         out[user] = cred
@@ -175,24 +226,21 @@ def load_password_file(path: str) -> dict[str, Credential]:
 
 class ScramExchange:
     """The server's side of one SCRAM-SHA-256 exchange (RFC 5802, as PostgreSQL runs
-    it) with the holder of `cred` (None, or an md5 hash: a random verifier, so the
-    exchange runs and fails as for a wrong password).
+    it) with the holder of `cred` (None, or an md5 hash: random keys, so the exchange
+    runs and fails as for a wrong password).
 
-    >>> ex = ScramExchange(Credential("plain", "pw"))
+    >>> ex = ScramExchange(PlainPassword("pw"))
     >>> server_first = ex.server_first("n,,n=,r=abc")
     >>> server_first.startswith("r=abc"), ex.client_final("c=biws,r=abc,p=AAAA")
     (True, None)
     """
 
     def __init__(self, cred: Credential | None) -> None:
-        if cred is not None and cred.kind == "scram":
-            salt, self.stored, self.server_key, self.iterations = parse_verifier(cred.secret)
-        else:
-            password = (
-                cred.secret if cred is not None and cred.kind == "plain" else secrets.token_hex()
-            )
-            salt, self.iterations = os.urandom(16), _ITERATIONS
-            self.stored, self.server_key = _scram_keys(password, salt, self.iterations)
+        keys = cred.scram_keys() if cred is not None else None
+        if keys is None:
+            salt = os.urandom(16)
+            keys = (salt, *_scram_keys(secrets.token_hex(), salt, _ITERATIONS), _ITERATIONS)
+        salt, self.stored, self.server_key, self.iterations = keys
         self.salt = salt
         self.nonce = ""
         self.gs2 = ""

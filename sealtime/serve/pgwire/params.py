@@ -50,8 +50,6 @@ __all__ = [
 class ParameterError(SealtimeError, ValueError):
     """A bound parameter's value does not read as its type (22P02)."""
 
-    sqlstate = "22P02"
-
 
 def placeholders(sql: str) -> list[tuple[int, int, int]]:
     """``(start, end, n)`` of every ``$n`` in `sql` (end exclusive), in text order."""

@@ -31,11 +31,24 @@ SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
 
+# Frontend messages after startup, by their type byte (the protocol's names).
+QUERY = b"Q"
+PARSE = b"P"
+BIND = b"B"
+DESCRIBE = b"D"
+EXECUTE = b"E"
+CLOSE = b"C"
+SYNC = b"S"
+FLUSH = b"H"
+TERMINATE = b"X"
+PASSWORD_MESSAGE = b"p"  # (also SASLInitialResponse and SASLResponse)
+#: the target byte of Describe and Close
+PREPARED_STATEMENT = "S"
+PORTAL = "P"
+
 
 class ProtocolViolation(SealtimeError):
     """A client sent something that is not the protocol (08P01)."""
-
-    sqlstate = "08P01"
 
 
 def message(kind: bytes, payload: bytes = b"") -> bytes:

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -60,7 +60,17 @@ from .params import (
     substitute,
     type_of_oid,
 )
-from .sqlstate import CODES, sqlstate_of
+from .sqlstate import (
+    CODES,
+    _DuplicateCursor,
+    _DuplicateStatement,
+    _InFailedTransaction,
+    _NoTransaction,
+    _UndefinedCursor,
+    _UndefinedStatement,
+    _Unsupported,
+    sqlstate_of,
+)
 
 __all__ = ["PgServer", "serve_pgwire"]
 
@@ -209,7 +219,7 @@ class _Connection:
 
     async def _read_message(self) -> tuple[bytes, bytes]:
         head = await self._read_exact(5)
-        kind, length = head[:1], struct.unpack("!i", head[1:])[0]
+        tag, length = head[:1], struct.unpack("!i", head[1:])[0]
         if length < 4:
             raise _Fatal(CODES["protocol_violation"], f"invalid message length {length}")
         if length - 4 > self.limits.max_statement_bytes + 1024:
@@ -218,14 +228,14 @@ class _Connection:
                 f"a message of {length} bytes exceeds max_statement_bytes="
                 f"{self.limits.max_statement_bytes}; send smaller statements (or raise the limit)",
             )
-        return kind, await self._read_exact(length - 4)
+        return tag, await self._read_exact(length - 4)
 
     async def _pump_inbox(self) -> None:
         try:
             while True:
                 msg = await self._read_message()
                 await self.inbox.put(msg)
-                if msg[0] == b"X":
+                if msg[0] == proto.TERMINATE:
                     break
         except _Closed:
             pass
@@ -245,7 +255,8 @@ class _Connection:
                 ok = await asyncio.wait_for(self.startup(), self.limits.handshake_timeout)
             except asyncio.TimeoutError:
                 raise _Fatal(
-                    "08006", f"no login within handshake_timeout={self.limits.handshake_timeout}s"
+                    CODES["connection_failure"],
+                    f"no login within handshake_timeout={self.limits.handshake_timeout}s",
                 ) from None
             if not ok:
                 return
@@ -325,7 +336,7 @@ class _Connection:
             )
         except Exception as e:
             self.server._counts["connections"] -= 1
-            code = "3D000" if isinstance(e, NotFoundError) else sqlstate_of(e)
+            code = CODES["invalid_catalog_name"] if isinstance(e, NotFoundError) else sqlstate_of(e)
             raise _Fatal(code, str(e)) from e
         self.params = {
             "application_name": params.get("application_name", ""),
@@ -352,30 +363,18 @@ class _Connection:
         if creds is None:
             return  # trust: loopback only (checked when the server started)
         cred = creds.get(self.user)
-        fail = _Fatal(
-            CODES["invalid_password"], f'password authentication failed for user "{self.user}"'
-        )
-        method = self.server.auth_method
-        if cred is not None and cred.kind == "scram":
-            method = "scram-sha-256"
-        elif cred is not None and cred.kind == "md5":
-            method = "md5"
+        method = (cred.method if cred is not None else None) or self.server.auth_method
         if method == "md5":
             salt = os.urandom(4)
             self.send(proto.auth_request(5, salt))
             await self.flush()
-            kind, payload = await self._read_message()
-            if kind != b"p":
-                raise fail
-            if not md5_check(cred, self.user, salt, proto.Reader(payload).cstring()):
-                raise fail
+            answer = proto.Reader(await self._password_message()).cstring()
+            if not md5_check(cred, self.user, salt, answer):
+                raise self._auth_failed()
             return
         self.send(proto.auth_request(10, SCRAM.encode() + b"\x00\x00"))
         await self.flush()
-        kind, payload = await self._read_message()
-        if kind != b"p":
-            raise fail
-        r = proto.Reader(payload)
+        r = proto.Reader(await self._password_message())
         mechanism = r.cstring()
         if mechanism != SCRAM:
             raise _Fatal(
@@ -389,13 +388,24 @@ class _Connection:
         except ConfigError as e:
             raise _Fatal(CODES["invalid_authorization_specification"], str(e)) from e
         await self.flush()
-        kind, payload = await self._read_message()
-        if kind != b"p":
-            raise fail
-        final = exchange.client_final(payload.decode())
+        final = exchange.client_final((await self._password_message()).decode())
         if final is None or cred is None:
-            raise fail
+            raise self._auth_failed()
         self.send(proto.auth_request(12, final.encode()))
+
+    async def _password_message(self) -> bytes:
+        """The payload of the client's next PasswordMessage (or SASL response); any
+        other message fails the login."""
+        tag, payload = await self._read_message()
+        if tag != proto.PASSWORD_MESSAGE:
+            raise self._auth_failed()
+        return payload
+
+    def _auth_failed(self) -> _Fatal:
+        """The one answer to a wrong password, an unknown user or a broken exchange."""
+        return _Fatal(
+            CODES["invalid_password"], f'password authentication failed for user "{self.user}"'
+        )
 
     # ------------------------------------------------------------------ messages
     async def _next(self) -> tuple[bytes, bytes] | None:
@@ -403,41 +413,40 @@ class _Connection:
         try:
             return await asyncio.wait_for(self.inbox.get(), timeout)
         except asyncio.TimeoutError:
-            raise _Fatal("57P05", f"idle for longer than idle_timeout={timeout}s") from None
+            raise _Fatal(
+                CODES["idle_session_timeout"], f"idle for longer than idle_timeout={timeout}s"
+            ) from None
 
     async def loop_messages(self) -> None:
-        while True:
-            msg = await self._next()
-            if msg is None:
-                return
-            kind, payload = msg
-            if kind == b"X":
-                return
-            if self.skip_to_sync and kind != b"S":
+        """Answer the client's messages, each by its route (`_ROUTES`), until it
+        terminates or goes away."""
+        while (msg := await self._next()) is not None:
+            tag, payload = msg
+            route = _ROUTES.get(tag)
+            if route is None:
+                self.error(proto.ProtocolViolation(f"unexpected message type {tag!r}"))
                 continue
-            if kind == b"S":
-                self.skip_to_sync = False
+            if self.skip_to_sync and not route.after_error:
+                continue  # (an error in the extended protocol: up to Sync, nothing runs)
+            handler = getattr(self, route.handler)
+            if route.statement:
+                await self._guarded(handler(payload), extended=route.extended)
+            else:
+                await handler(payload)
+            if route.ready_after:
                 self.send(proto.ready_for_query(self.status))
                 await self.flush()
-                continue
-            if kind == b"H":
-                await self.flush()
-                continue
-            handler = {
-                b"Q": self.simple_query,
-                b"P": self.parse,
-                b"B": self.bind,
-                b"D": self.describe,
-                b"E": self.execute,
-                b"C": self.close_message,
-            }.get(kind)
-            if handler is None:
-                self.error(proto.ProtocolViolation(f"unexpected message type {kind!r}"))
-                continue
-            await self._guarded(handler(payload), extended=kind != b"Q")
-            if kind == b"Q":
-                self.send(proto.ready_for_query(self.status))
-                await self.flush()
+
+    async def sync(self, payload: bytes) -> None:
+        """Sync: the end of an extended-protocol exchange (and of skipping after an
+        error)."""
+        self.skip_to_sync = False
+
+    async def flush_message(self, payload: bytes) -> None:
+        await self.flush()
+
+    async def terminate(self, payload: bytes) -> None:
+        raise _Closed()
 
     async def _guarded(self, coro: Any, *, extended: bool) -> None:
         """Run one message's work as the cancellable statement; an error is sent (and
@@ -678,7 +687,7 @@ class _Connection:
                 for name in list(self.cursors):
                     self._close_cursor(name)
             elif command.name not in self.cursors:
-                raise _CursorError(command.name)
+                raise _UndefinedCursor(command.name)
             else:
                 self._close_cursor(command.name)
             self.send(proto.command_complete("CLOSE CURSOR"))
@@ -745,7 +754,7 @@ class _Connection:
 
     async def declare(self, command: cmd.Declare) -> None:
         if self.status != "T":
-            raise _TransactionError(
+            raise _NoTransaction(
                 "DECLARE CURSOR can only be used in transaction blocks (BEGIN first)"
             )
         if command.name in self.cursors:
@@ -777,7 +786,7 @@ class _Connection:
     async def fetch(self, command: cmd.Fetch, formats: list[int] | None, describe: bool) -> None:
         cursor = self.cursors.get(command.name)
         if cursor is None:
-            raise _CursorError(command.name)
+            raise _UndefinedCursor(command.name)
         fmts = _formats(formats or [], len(cursor.columns))
         if describe:
             self.send(proto.row_description(cursor.columns, fmts))
@@ -813,7 +822,7 @@ class _Connection:
         if len(_split(sql)) > 1:
             raise SqlError("syntax", "cannot insert multiple commands into a prepared statement")
         if name and name in self.statements:
-            raise _Duplicate(f'prepared statement "{name}" already exists')
+            raise _DuplicateStatement(f'prepared statement "{name}" already exists')
         self.statements[name] = _Prepared(sql, oids)
         self.send(proto.PARSE_COMPLETE)
 
@@ -833,7 +842,7 @@ class _Connection:
         portal_name, stmt_name = r.cstring(), r.cstring()
         stmt = self.statements.get(stmt_name)
         if stmt is None:
-            raise _Undefined(f'prepared statement "{stmt_name}" does not exist')
+            raise _UndefinedStatement(f'prepared statement "{stmt_name}" does not exist')
         param_formats = [r.int16() for _ in range(r.int16())]
         raw: list[bytes | None] = []
         for _ in range(r.int16()):
@@ -867,7 +876,7 @@ class _Connection:
         if isinstance(command, cmd.Fetch):
             cursor = self.cursors.get(command.name)
             if cursor is None:
-                raise _CursorError(command.name)
+                raise _UndefinedCursor(command.name)
             return cursor.columns
         if isinstance(command, cmd.ShowParam):
             return self.show(command.name)[0]
@@ -875,42 +884,49 @@ class _Connection:
 
     async def describe(self, payload: bytes) -> None:
         r = proto.Reader(payload)
-        kind, name = r.byte(), r.cstring()
-        if kind == "S":
-            stmt = self.statements.get(name)
-            if stmt is None:
-                raise _Undefined(f'prepared statement "{name}" does not exist')
-            types = await self._param_types(stmt)
-            self.send(proto.parameter_description([t.oid for t in types]))
-            probe = substitute(stmt.sql, types, [None] * len(types)) if types else stmt.sql
-            columns = await self._columns(probe)
-            self.send(
-                proto.row_description(columns, [0] * len(columns)) if columns else proto.NO_DATA
-            )
-        else:
-            portal = self.portals.get(name)
-            if portal is None and name in self.cursors:  # a cursor is a portal too
-                cols = self.cursors[name].columns
-                self.send(proto.row_description(cols, [0] * len(cols)))
-                return
-            if portal is None:
-                raise _CursorError(name)
-            if portal.columns is None:
-                portal.columns = await self._columns(portal.sql)
-            portal.described = True
-            cols = portal.columns
-            self.send(
-                proto.row_description(cols, _formats(portal.result_formats, len(cols)))
-                if cols
-                else proto.NO_DATA
-            )
+        target, name = r.byte(), r.cstring()
+        describe = {
+            proto.PREPARED_STATEMENT: self._describe_statement,
+            proto.PORTAL: self._describe_portal,
+        }.get(target)
+        if describe is None:
+            raise proto.ProtocolViolation(f"Describe of {target!r}: expected 'S' or 'P'")
+        await describe(name)
+
+    async def _describe_statement(self, name: str) -> None:
+        stmt = self.statements.get(name)
+        if stmt is None:
+            raise _UndefinedStatement(f'prepared statement "{name}" does not exist')
+        types = await self._param_types(stmt)
+        self.send(proto.parameter_description([t.oid for t in types]))
+        probe = substitute(stmt.sql, types, [None] * len(types)) if types else stmt.sql
+        columns = await self._columns(probe)
+        self.send(proto.row_description(columns, [0] * len(columns)) if columns else proto.NO_DATA)
+
+    async def _describe_portal(self, name: str) -> None:
+        portal = self.portals.get(name)
+        if portal is None and name in self.cursors:  # a cursor is a portal too
+            cols = self.cursors[name].columns
+            self.send(proto.row_description(cols, [0] * len(cols)))
+            return
+        if portal is None:
+            raise _UndefinedCursor(name)
+        if portal.columns is None:
+            portal.columns = await self._columns(portal.sql)
+        portal.described = True
+        cols = portal.columns
+        self.send(
+            proto.row_description(cols, _formats(portal.result_formats, len(cols)))
+            if cols
+            else proto.NO_DATA
+        )
 
     async def execute(self, payload: bytes) -> None:
         r = proto.Reader(payload)
         name, max_rows = r.cstring(), r.int32()
         portal = self.portals.get(name)
         if portal is None:
-            raise _CursorError(name)
+            raise _UndefinedCursor(name)
         if portal.rows is not None:
             await self.continue_portal(portal, max_rows)
             return
@@ -927,9 +943,39 @@ class _Connection:
 
     async def close_message(self, payload: bytes) -> None:
         r = proto.Reader(payload)
-        kind, name = r.byte(), r.cstring()
-        (self.statements if kind == "S" else self.portals).pop(name, None)
+        target, name = r.byte(), r.cstring()
+        named: dict[str, Any] | None = {
+            proto.PREPARED_STATEMENT: self.statements,
+            proto.PORTAL: self.portals,
+        }.get(target)
+        if named is None:
+            raise proto.ProtocolViolation(f"Close of {target!r}: expected 'S' or 'P'")
+        named.pop(name, None)
         self.send(proto.CLOSE_COMPLETE)
+
+
+class _Route(NamedTuple):
+    """How the connection answers one frontend message type."""
+
+    handler: str  # the `_Connection` method, given the message's payload
+    statement: bool = True  # runs as the cancellable statement; its error is sent
+    extended: bool = True  # part of the extended protocol: an error skips up to Sync
+    after_error: bool = False  # runs while the extended protocol skips up to Sync
+    ready_after: bool = False  # ReadyForQuery follows it
+
+
+#: the frontend messages after startup, by their type byte
+_ROUTES = {
+    proto.QUERY: _Route("simple_query", extended=False, ready_after=True),
+    proto.PARSE: _Route("parse"),
+    proto.BIND: _Route("bind"),
+    proto.DESCRIBE: _Route("describe"),
+    proto.EXECUTE: _Route("execute"),
+    proto.CLOSE: _Route("close_message"),
+    proto.SYNC: _Route("sync", statement=False, after_error=True, ready_after=True),
+    proto.FLUSH: _Route("flush_message", statement=False),
+    proto.TERMINATE: _Route("terminate", statement=False, after_error=True),
+}
 
 
 def _tag(tag: str, n: int) -> str:
@@ -945,45 +991,6 @@ def _split(text: str) -> list[tuple[str, int]]:
         return [(s.source_text, s.start) for s in split(text)]
     except SqlError:
         return [(text, 0)]  # an unterminated string: the backend says where
-
-
-class _InFailedTransaction(SealtimeError):
-    sqlstate = "25P02"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "current transaction is aborted, commands ignored until end of transaction block (ROLLBACK)"
-        )
-
-
-class _TransactionError(SealtimeError):
-    sqlstate = "25P01"
-
-
-class _Unsupported(SealtimeError):
-    sqlstate = "0A000"
-
-
-class _Duplicate(SealtimeError):
-    sqlstate = "42P05"
-
-
-class _Undefined(SealtimeError):
-    sqlstate = "26000"
-
-
-class _DuplicateCursor(SealtimeError):
-    sqlstate = "42P03"
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f'cursor "{name}" already exists')
-
-
-class _CursorError(SealtimeError):
-    sqlstate = "34000"
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f'cursor "{name}" does not exist')
 
 
 # ---------------------------------------------------------------------- the server
