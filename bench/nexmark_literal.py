@@ -582,7 +582,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup_runs < 0:
         ap.error("--warmup-runs must be >= 0")
     partitions = args.shuffle_partitions
-    cmd = "python bench/nexmark.py --literal " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python bench/nexmark.py --literal " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
 
     t_start = time.perf_counter()
     revision_text = revision()

@@ -8,8 +8,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import sealtime as st
-from sealtime.plan.fingerprint import canonical
 from sealtime.engine.bindings import PlanChangedError
+from sealtime.plan.fingerprint import canonical
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 ROWS = [(1, {"k": 1, "v": 10}), (2, {"k": 1, "v": 5}), (3, {"k": 2, "v": 7})]

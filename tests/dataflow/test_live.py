@@ -193,9 +193,7 @@ def test_drop_releases_state_files(make_flow):
     state = os.path.join(flow.data_dir, "state")
 
     def size(path: str) -> int:
-        return sum(
-            os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
-        )
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
     dirs = {o.id: o.state_dir for o in flow.engine.snapshot().operators if o.state_dir}
     before = size(state)

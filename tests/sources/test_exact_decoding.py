@@ -39,9 +39,7 @@ from sealtime.sources.decode import decode_csv, decode_json_lines, decode_json_m
 from sealtime.sources.files import Files
 
 #: the declared columns of every test here
-SCHEMA = pa.schema(
-    [("k", pa.string()), ("v", pa.int64()), ("f", pa.float64()), ("b", pa.bool_())]
-)
+SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("f", pa.float64()), ("b", pa.bool_())])
 CSV_SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("b", pa.bool_())])
 SKIP = "skip"  # a blank line: no record
 
@@ -230,9 +228,7 @@ def batches(items: Sequence[Any], cuts: list[int]) -> list[Sequence[Any]]:
 # --------------------------------------------------------------------------- messages
 
 
-def decode_batches(
-    msgs: list[bytes], cuts: list[int]
-) -> tuple[list[dict], list[bool], list[dict]]:
+def decode_batches(msgs: list[bytes], cuts: list[int]) -> tuple[list[dict], list[bool], list[dict]]:
     rows: list[dict] = []
     ok: list[bool] = []
     errors: list[dict] = []
@@ -444,9 +440,7 @@ def test_json_lines_decoder_is_exact_whatever_the_chunks(lines, data):
         out.append((rows.to_pylist(), errors.to_pylist() if errors is not None else []))
     rows = [r for o in out for r in o[0]]
     errors = [e for o in out for e in o[1]]
-    check_exact(
-        lines, rows, errors, lambda x: SKIP if blank_json_line(x) else reference_json(x)
-    )
+    check_exact(lines, rows, errors, lambda x: SKIP if blank_json_line(x) else reference_json(x))
 
 
 @settings(max_examples=250, deadline=None)

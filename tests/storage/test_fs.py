@@ -164,7 +164,11 @@ def test_hadoop_schemes_map_to_pyarrow():
         "abfss://box@acct.dfs.core.windows.net/flows/x",
     )
     s3 = DataFS.from_uri("s3a://bucket/p", hadoop_conf={"fs.s3a.endpoint.region": "eu-west-1"})
-    assert (s3.type_name, s3.path("x"), s3.spark_uri("x")) == ("s3", "bucket/p/x", "s3a://bucket/p/x")
+    assert (s3.type_name, s3.path("x"), s3.spark_uri("x")) == (
+        "s3",
+        "bucket/p/x",
+        "s3a://bucket/p/x",
+    )
     assert s3.fs.region == "eu-west-1"
 
 
