@@ -62,6 +62,7 @@ from sealtime.sources.base import ReadBatch, Source, SourceReader
 __all__ = [
     "CHANNELS",
     "DEFAULT_START",
+    "CounterReader",
     "CounterSource",
     "EventStream",
     "FIRST_AUCTION_ID",
@@ -276,6 +277,20 @@ class CounterSource(Source):
             )
         return first, count
 
+    def base_time(self, event_ids: np.ndarray) -> np.ndarray:
+        """Base event time (int64 ms) of each event number: ``start + n * 1000 // rate``.
+
+        >>> Generator(rate=3, start=0).base_time(np.arange(4)).tolist()
+        [0, 333, 666, 1000]
+        """
+        ns = np.asarray(event_ids, dtype=np.int64)
+        return self.start_ms + (ns * 1000) // self.rate
+
+    def event_lower_bound(self, position: int) -> int:
+        """A lower bound (ms) on the event time of every event numbered ≥ `position`:
+        the base time, for a source whose events come in time order."""
+        return int(self.base_time(np.asarray([position]))[0])
+
     def _check_position(self, position: Any) -> int:
         """The event number a reader opened at `position` (None = 0) starts at."""
         pos = 0 if position is None else position
@@ -448,15 +463,6 @@ class Generator(CounterSource):
 
     # ------------------------------------------------------------------ vectorised rules
 
-    def base_time(self, event_ids: np.ndarray) -> np.ndarray:
-        """Base event time (int64 ms) of each event number.
-
-        >>> Generator(rate=3, start=0).base_time(np.arange(4)).tolist()
-        [0, 333, 666, 1000]
-        """
-        ns = np.asarray(event_ids, dtype=np.int64)
-        return self.start_ms + (ns * 1000) // self.rate
-
     def is_injected_late(self, event_ids: np.ndarray) -> np.ndarray:
         """Boolean mask: which of these event numbers are injected late (the selection rule).
 
@@ -491,7 +497,7 @@ class Generator(CounterSource):
         slack = max(self.out_of_order_ms - 1, 0)
         if self.late_fraction > 0:
             slack = max(slack, self.late_by_ms)
-        return int(self.base_time(np.asarray([position]))[0]) - slack
+        return super().event_lower_bound(position) - slack
 
     def available(self, now_ms: int) -> int:
         """Number of events whose base time is ≤ `now_ms` (ignores `limit`).
@@ -593,25 +599,30 @@ def _padding(rows: int, width: int) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, type=pa.string())
 
 
-class GeneratorReader(SourceReader):
-    """An open `Generator`; `position` is the next event number."""
+class CounterReader(SourceReader):
+    """An open `CounterSource`; `position` is the next event number. The one `read` of
+    the generated streams: a subclass may bound what is ready (`ready`)."""
 
-    def __init__(self, source: Generator, position: int) -> None:
+    def __init__(self, source: CounterSource, position: int) -> None:
         self.source = source
         self.position = position
-        self._clock = source.clock or _wall_clock_ms
+
+    def ready(self) -> int | None:
+        """How many events from `position` on may be read now (None: all up to `limit`)."""
+        return None
 
     def read(self, max_rows: int | None = None) -> ReadBatch:
-        """The next events: at most `max_rows` and `max_per_read`; with `pace`, only those
-        whose base time is ≤ ``clock()``; ``exhausted`` once `limit` is reached."""
+        """The next events: at most `max_rows`, `max_per_read` and what is `ready`;
+        ``exhausted`` once `limit` is reached."""
         src = self.source
         n = src.max_per_read
         if max_rows is not None:
             n = min(n, check_int("max_rows", max_rows, 0, "pass a row count >= 0"))
         if src.limit is not None:
             n = min(n, src.limit - self.position)
-        if src.pace:
-            n = min(n, max(0, src.available(int(self._clock())) - self.position))
+        ready = self.ready()
+        if ready is not None:
+            n = min(n, max(0, ready))
         data = src.generate(self.position, n)
         self.position += n
         exhausted = src.limit is not None and self.position >= src.limit
@@ -621,3 +632,19 @@ class GeneratorReader(SourceReader):
             exhausted=exhausted,
             event_frontier=None if exhausted else src.event_lower_bound(self.position),
         )
+
+
+class GeneratorReader(CounterReader):
+    """An open `Generator`: with `pace`, only the events whose base time is ≤
+    ``clock()`` are ready."""
+
+    source: Generator
+
+    def __init__(self, source: Generator, position: int) -> None:
+        super().__init__(source, position)
+        self._clock = source.clock or _wall_clock_ms
+
+    def ready(self) -> int | None:
+        if not self.source.pace:
+            return None
+        return self.source.available(int(self._clock())) - self.position

@@ -41,13 +41,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InternalError
-from .base import ReadBatch, SourceReader
 from .decode import SUBSOURCE_COLUMN, split_subsources
 from .generator import (
     DEFAULT_START,
     FIRST_AUCTION_ID,
     FIRST_PERSON_ID,
     GOLDEN,
+    CounterReader,
     CounterSource,
     EventStream,
     check_int,
@@ -322,14 +322,6 @@ class Nexmark(CounterSource):
 
     # ------------------------------------------------------------------ rules
 
-    def base_time(self, ns: np.ndarray) -> np.ndarray:
-        """Event time (int64 ms) of each event number: ``start + n * 1000 // rate``.
-
-        >>> Nexmark(rate=3, start=0).base_time(np.arange(4)).tolist()
-        [0, 333, 666, 1000]
-        """
-        return self.start_ms + (np.asarray(ns, dtype=np.int64) * 1000) // self.rate
-
     def _next_person(self, ns: np.ndarray, field: str, last_person: np.ndarray) -> np.ndarray:
         """Beam's ``nextBase0PersonId``: uniform over the active people + 10 lead ids."""
         num_people = last_person + 1
@@ -513,25 +505,12 @@ class Nexmark(CounterSource):
         return NexmarkReader(self, self._check_position(position))
 
 
-class NexmarkReader(SourceReader):
+class NexmarkReader(CounterReader):
     """An open `Nexmark`; `position` is the next event number."""
 
     def __init__(self, source: Nexmark, position: int) -> None:
-        self.source = source
-        self.position = position
+        super().__init__(source, position)
         self.acked = position
-
-    def read(self, max_rows: int | None = None) -> ReadBatch:
-        """The next events (at most `max_rows` and `max_per_read`)."""
-        src = self.source
-        n = src.max_per_read if max_rows is None else min(max_rows, src.max_per_read)
-        if src.limit is not None:
-            n = min(n, src.limit - self.position)
-        data = src.generate(self.position, max(n, 0))
-        self.position += max(n, 0)
-        exhausted = src.limit is not None and self.position >= src.limit
-        frontier = None if exhausted else int(src.base_time(np.asarray([self.position]))[0])
-        return ReadBatch(data, position=self.position, exhausted=exhausted, event_frontier=frontier)
 
     def acknowledge(self, position: Any) -> None:
         """Nothing upstream to tell; records the highest position (monotone)."""
