@@ -272,7 +272,7 @@ class FilesReader(LinkedReader):
     def _read(self, max_rows: int | None, link_columns: list[str] | None) -> ReadBatch:
         src = self.source
         links: list[tuple[str, int, int, int]] = []
-        mode: str | None = None  # "link" / "copy" once the batch has rows
+        batch_linked: bool | None = None  # set once the batch has rows: all linked or all copied
         rows_left = src.max_per_read if max_rows is None else min(max_rows, src.max_per_read)
         bytes_left = src.max_bytes_per_read
         tables: list[pa.Table] = []
@@ -291,17 +291,17 @@ class FilesReader(LinkedReader):
                     finished += 1
                     continue
                 if src.format == "parquet":
-                    kind = mode
+                    linked = batch_linked
                     if link_columns is not None and self._pf is not None:
-                        kind = "link" if self._linkable else "copy"
-                    if mode is not None and kind != mode:
+                        linked = self._linkable
+                    if batch_linked is not None and linked != batch_linked:
                         break  # a batch is all linked or all copied
                     start = self.offset
-                    cols = link_columns if kind == "link" else None
+                    cols = link_columns if linked else None
                     table, errs, used = self._read_parquet(rows_left, cols)
                     if table.num_rows:
-                        mode = kind
-                        if kind == "link":
+                        batch_linked = linked
+                        if linked:
                             links.append((self._path(), start, self.offset, self._size))
                 else:
                     table, errs, used = self._read_text(rows_left, bytes_left)
@@ -316,7 +316,7 @@ class FilesReader(LinkedReader):
             raise
         self._health = "running" if os.path.isdir(src.path) else "stalled"
         errs_all = pa.concat_tables(errors) if errors else None
-        if mode == "link":
+        if batch_linked:
             assert link_columns is not None
             return LinkedBatch(
                 data=pa.concat_tables(tables),

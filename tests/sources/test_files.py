@@ -268,3 +268,24 @@ def test_long_lines_and_byte_budget(tmp_path: Path):
         if b.exhausted:
             break
     assert got == list(range(20))
+
+
+def test_read_linked_batches_are_all_linked_or_all_copied(tmp_path: Path):
+    # a.parquet has the declared types (linkable); b.parquet widens v (int32 -> long),
+    # so its rows must be copied; c.parquet is linkable again.
+    pq.write_table(pa.table({"k": ["a", "b"], "v": [1, 2]}), tmp_path / "a.parquet")
+    widened = pa.table({"k": ["c"], "v": pa.array([3], pa.int32())})
+    pq.write_table(widened, tmp_path / "b.parquet")
+    pq.write_table(pa.table({"k": ["d"], "v": [4]}), tmp_path / "c.parquet")
+    reader = Files(tmp_path, "parquet", SCHEMA, finite=True, settle=0).open()
+    batches = [reader.read_linked(None, ["v"]) for _ in range(3)]
+    assert [type(b).__name__ for b in batches] == ["LinkedBatch", "ReadBatch", "LinkedBatch"]
+    first, copied, last = batches
+    assert [(os.path.basename(p), a, e, n) for p, a, e, n in first.links] == [
+        ("a.parquet", 0, 2, 2)
+    ]
+    assert first.data.column_names == ["v"] and first.data.column("v").to_pylist() == [1, 2]
+    assert (
+        copied.data.column("k").to_pylist() == ["c"] and copied.data.column("v").type == pa.int64()
+    )
+    assert [os.path.basename(p) for p, *_ in last.links] == ["c.parquet"] and last.exhausted
