@@ -51,6 +51,7 @@ from sealtime.pubsub.subscriber import (
     Subscription,
     subscribe_view,
 )
+from sealtime.storage.metadata import sqlite_path
 
 __all__ = [
     "CATALOG_SCHEMA",
@@ -280,11 +281,7 @@ class SqliteCatalog(_Reader):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        text = os.fspath(path)
-        if text.startswith("sqlite:///"):
-            text = text[len("sqlite:///") :]
-        if os.path.isdir(text):
-            text = os.path.join(text, "metadata.sqlite")
+        text = sqlite_path(path)
         if not os.path.isfile(text):
             raise FileNotFoundError(
                 f"catalog {os.fspath(path)!r}: no SQLite metadata store at {text!r} — pass the "

@@ -64,10 +64,28 @@ __all__ = [
     "Migration",
     "Transaction",
     "redact_url",
+    "sqlite_path",
 ]
 
 #: File name used when `MetadataStore.open` is given an existing directory.
 DEFAULT_SQLITE_FILENAME = "metadata.sqlite"
+
+
+def sqlite_path(where: str | os.PathLike[str]) -> str:
+    """The SQLite file of a metadata location: a data dir (its ``metadata.sqlite``), a
+    ``sqlite:///path`` URL or the path itself. The one reading of a location for every
+    SQLite reader (the store, the pub-sub catalog, ``sealtime status``).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> sqlite_path(d) == os.path.join(d, "metadata.sqlite"), sqlite_path("sqlite:///m.db")
+    (True, 'm.db')
+    """
+    text = os.fspath(where)
+    if text.lower().startswith("sqlite:///"):
+        text = text[len("sqlite:///") :]
+    return os.path.join(text, DEFAULT_SQLITE_FILENAME) if os.path.isdir(text) else text
+
 
 #: A migration step: portable SQL text, or a callable run inside the migration transaction.
 Migration = str | Callable[["Transaction"], None]
@@ -313,8 +331,7 @@ class MetadataStore:
                 f"metadata={url!r}: in-memory SQLite is not supported (each thread needs its "
                 "own connection to the same database) — give a file path instead"
             )
-        if os.path.isdir(path):
-            path = os.path.join(path, DEFAULT_SQLITE_FILENAME)
+        path = sqlite_path(path)
         parent = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(parent, exist_ok=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..engine.frontiers import FrontierTracker, output_frontier
 from ..plan import GRAPH_NAMESPACE, GraphNode
+from ..storage.metadata import sqlite_path
 
 __all__ = ["collect_status", "format_status", "status_cmd"]
 
@@ -49,9 +50,7 @@ class _ReadOnly:
             self.pg = MetadataStore.open(where)
             self.url = self.pg.url
             return
-        path = where
-        if os.path.isdir(path):
-            path = os.path.join(path, "metadata.sqlite")
+        path = sqlite_path(where)
         if not os.path.exists(path):
             raise FileNotFoundError(
                 f"sealtime status: no metadata store in {where!r} (expected {path}); pass the "
