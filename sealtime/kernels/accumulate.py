@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
 from ..plan.aggregates import AggregateKind
-from .aggregates import ValueRepr, checked_spec
+from .aggregates import CheckedAggregate, ValueRepr
 from .keyed import HASH, exact_groups, int64s, segment_ids, segmented_cumsum, validity
 
 __all__ = ["Agg", "AccumulateSpec", "accumulate", "empty_state", "state_schema"]
@@ -53,7 +53,7 @@ _NO_RANK = np.int64(2**62)  # the rank of "no value" (null): after every real va
 
 
 @dataclass(frozen=True)
-class Agg:
+class Agg(CheckedAggregate):
     """One accumulable aggregate.
 
     `kind` is count, sum, avg, min or max; `repr` how its sum is kept: ``"int"``
@@ -65,11 +65,6 @@ class Agg:
     kind: AggregateKind
     repr: ValueRepr = ValueRepr.INT
     scale: int = 0
-
-    def __post_init__(self) -> None:
-        kind, repr = checked_spec(self.name, self.kind, self.repr)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "repr", repr)
 
     @property
     def input(self) -> str:

@@ -15,7 +15,7 @@ import enum
 from ..errors import PlanError
 from ..plan.aggregates import AggregateKind
 
-__all__ = ["ValueRepr", "checked_spec"]
+__all__ = ["CheckedAggregate", "ValueRepr", "checked_spec"]
 
 
 class ValueRepr(str, enum.Enum):
@@ -49,3 +49,29 @@ def checked_spec(name: str, kind: str, repr: str) -> tuple[AggregateKind, ValueR
         return checked_kind, ValueRepr(repr)
     except ValueError:
         raise PlanError(f"aggregate {name!r}: repr must be 'int' or 'dec'") from None
+
+
+class CheckedAggregate:
+    """Base of a kernel's frozen aggregate dataclass (`accumulate.Agg`,
+    `general_reduce.GAgg`): after init, `kind` and `repr` are their enums, whether they
+    were given as enums or names (`checked_spec`).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class A(CheckedAggregate):
+    ...     name: str
+    ...     kind: AggregateKind
+    ...     repr: ValueRepr = ValueRepr.INT
+    >>> A("n", "count").kind, A("s", "sum", "dec").repr
+    (<AggregateKind.COUNT: 'count'>, <ValueRepr.DEC: 'dec'>)
+    """
+
+    name: str
+    kind: AggregateKind
+    repr: ValueRepr
+
+    def __post_init__(self) -> None:
+        kind, repr = checked_spec(self.name, self.kind, self.repr)
+        # (frozen dataclasses: the checked values replace the given ones)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "repr", repr)

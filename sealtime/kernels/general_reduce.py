@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 from ..columns import DIFF, TIME
 from ..errors import PlanError, SchemaError
 from ..plan.aggregates import AggregateKind
-from .aggregates import ValueRepr, checked_spec
+from .aggregates import CheckedAggregate, ValueRepr
 from .int128 import Int128
 from .interval_top_k import per_slot_count, per_slot_topk
 from .keyed import (
@@ -105,7 +105,7 @@ _DEC_BOUND = Int128.from_pyints([10**38])  # decimal(38) holds |v| < 10**38
 
 
 @dataclass(frozen=True)
-class GAgg:
+class GAgg(CheckedAggregate):
     """One aggregate of a general reduce.
 
     `kind` is one of `KINDS`. `column` is the value column it reads (unused by
@@ -121,11 +121,6 @@ class GAgg:
     column: str | None = None
     repr: ValueRepr = ValueRepr.INT
     scale: int = 0
-
-    def __post_init__(self) -> None:
-        kind, repr = checked_spec(self.name, self.kind, self.repr)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "repr", repr)
 
     def output_columns(self) -> list[str]:
         """The output columns of this aggregate (avg has a sum and a count)."""
