@@ -45,11 +45,11 @@ import numpy as np
 
 from ..errors import InternalError, PlanError
 
-__all__ = ["MAX_K", "PerSlotTopK", "per_slot_count", "per_slot_topk"]
+__all__ = ["KEY_BITS", "MAX_K", "PerSlotTopK", "per_slot_count", "per_slot_topk"]
 
 MAX_K = 1000
-# Bits available to a packed (node, rank id, count) sort key (int64, kept non-negative).
-_KEY_BITS = 63
+#: Bits available to a packed (node, rank id, count) sort key (int64, kept non-negative).
+KEY_BITS = 63
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,8 @@ def per_slot_topk(
     rank: np.ndarray,
     count: np.ndarray,
     k: int,
+    *,
+    key_bits: int = KEY_BITS,
 ) -> PerSlotTopK:
     """The top k items (smallest ranks, with multiplicity) present at every (group, slot).
 
@@ -141,7 +143,9 @@ def per_slot_topk(
     appears in several rows of a slot. `rank` is any int64 order key, e.g. a value's rank
     among all values; for `max` pass `~rank` (reverses the order, unlike `-rank` without
     overflow at the int64 minimum). Counts may be huge: only min(count, k) matters.
-    1 <= k <= `MAX_K`.
+    1 <= k <= `MAX_K`. When a packed sort key needs more than `key_bits` bits, the groups
+    are split in halves and solved apart (tests pass fewer bits to reach that path with
+    small inputs).
 
     >>> r = per_slot_topk(n_slots=np.array([2]), key=np.array([0, 0]), lo=np.array([0, 0]),
     ...                   hi=np.array([2, 1]), rank=np.array([7, 3]), count=np.array([1, 1]), k=1)
@@ -168,13 +172,13 @@ def per_slot_topk(
         taken = np.ones(len(t), dtype=np.int64)
     else:
         rank_bits = max(1, (len(ranks) - 1).bit_length())
-        if (2 * total - 1).bit_length() + rank_bits + k.bit_length() > _KEY_BITS:
+        if (2 * total - 1).bit_length() + rank_bits + k.bit_length() > key_bits:
             # Too many slots and items to pack a sort key: solve halves of the groups.
             if n_groups == 1:
                 raise InternalError(
                     "per_slot_topk: too many slots and distinct ranks in one group for int64 keys"
                 )
-            return _split(n_slots, key, lo, hi, rank, count, k)
+            return _split(n_slots, key, lo, hi, rank, count, k, key_bits)
         c = np.minimum(count, k)  # never more than k copies are taken (and cumsums stay small)
         t, rid_out, taken = _topk(a, b, rid, c, total, k, rank_bits)
 
@@ -192,6 +196,7 @@ def _split(
     rank: np.ndarray,
     count: np.ndarray,
     k: int,
+    key_bits: int,
 ) -> PerSlotTopK:
     """`per_slot_topk` (the same arguments, deliberately) on each half of the groups,
     when one int64 sort key cannot hold all slots and ranks."""
@@ -200,9 +205,18 @@ def _split(
     mid = len(n_slots) // 2
     left = key < mid
     right = ~left
-    r1 = per_slot_topk(n_slots[:mid], key[left], lo[left], hi[left], rank[left], count[left], k)
+    r1 = per_slot_topk(
+        n_slots[:mid], key[left], lo[left], hi[left], rank[left], count[left], k, key_bits=key_bits
+    )
     r2 = per_slot_topk(
-        n_slots[mid:], key[right] - mid, lo[right], hi[right], rank[right], count[right], k
+        n_slots[mid:],
+        key[right] - mid,
+        lo[right],
+        hi[right],
+        rank[right],
+        count[right],
+        k,
+        key_bits=key_bits,
     )
     return PerSlotTopK(
         np.concatenate([r1.group, r2.group + mid]),

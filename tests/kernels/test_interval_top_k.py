@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sealtime.kernels.interval_top_k as topk_module
 from sealtime.errors import InternalError, PlanError
 from sealtime.kernels import MAX_K, per_slot_count, per_slot_topk
+from sealtime.kernels.interval_top_k import KEY_BITS
 from tests.conftest import examples
 
 # CI=true runs the full counts; local runs a third (tests/conftest.py `examples`).
@@ -49,9 +49,9 @@ def brute_count(case: Intervals) -> list[int]:
     ]
 
 
-def check(case: Intervals, k: int) -> None:
+def check(case: Intervals, k: int, key_bits: int = KEY_BITS) -> None:
     n_slots, key, lo, hi, rank, count = arrays(case)
-    res = per_slot_topk(n_slots, key, lo, hi, rank, count, k)
+    res = per_slot_topk(n_slots, key, lo, hi, rank, count, k, key_bits=key_bits)
     got = list(zip(res.group.tolist(), res.slot.tolist(), res.rank.tolist(), res.taken.tolist()))
     assert got == brute_topk(case, k)
     # offsets index the rows by global slot
@@ -125,18 +125,16 @@ def test_empty_inputs() -> None:
     check(([0, 2, 0], [(1, 0, 2, 4, 1)]), 2)
 
 
-def test_split_when_keys_do_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_split_when_keys_do_not_fit() -> None:
     case = (
         [4, 4, 4, 4],
         [(g, lo, lo + 2, r, 1) for g in range(4) for lo in range(3) for r in (lo, lo + 1)],
     )
     expected = brute_topk(case, 2)
-    monkeypatch.setattr(topk_module, "_KEY_BITS", 8)  # 16 slots do not fit, 4 slots do
-    check(case, 2)
+    check(case, 2, key_bits=8)  # 16 slots do not fit, 4 slots do
     assert len(expected) > 0
-    monkeypatch.setattr(topk_module, "_KEY_BITS", 3)
     with pytest.raises(InternalError, match="int64 keys"):
-        per_slot_topk(*arrays(case), 2)
+        per_slot_topk(*arrays(case), 2, key_bits=3)
 
 
 def test_invalid_inputs() -> None:
