@@ -51,7 +51,7 @@ from sealtime.pubsub.subscriber import (
     Subscription,
     subscribe_view,
 )
-from sealtime.storage.metadata import sqlite_path
+from sealtime.storage.metadata import existing_sqlite_path
 
 __all__ = [
     "CATALOG_SCHEMA",
@@ -281,13 +281,12 @@ class SqliteCatalog(_Reader):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        text = sqlite_path(path)
-        if not os.path.isfile(text):
-            raise FileNotFoundError(
-                f"catalog {os.fspath(path)!r}: no SQLite metadata store at {text!r} — pass the "
-                "publishing dataflow's data_dir, its metadata file, or its catalog 'host:port'"
-            )
-        self.path = text
+        self.path = existing_sqlite_path(
+            path,
+            "pub-sub catalog",
+            "pass the publishing dataflow's data_dir, its metadata file, or its catalog "
+            "'host:port'",
+        )
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(self.path, timeout=30)

@@ -5,60 +5,11 @@ time-varying collection (Materialize persist): Parquet batch files plus `upper`/
 in the store. See docs/storage.md for the design.
 """
 
-from .metadata import (
-    DEFAULT_SQLITE_FILENAME,
-    Dialect,
-    MetadataStore,
-    MetadataStoreError,
-    Migration,
-    Transaction,
-    redact_url,
-)
-from .shard import (
-    DEFAULT_GRACE_SECONDS,
-    DIFF,
-    TIME,
-    AppendResult,
-    BatchInfo,
-    CompactResult,
-    InvalidBatchError,
-    Listen,
-    ListenEvent,
-    NotYetAvailableError,
-    ReadBelowSinceError,
-    Shard,
-    ShardError,
-    ShardExistsError,
-    ShardNotFoundError,
-    ShardState,
-    SinceError,
-    UpperMismatchError,
-)
+# The package's names are its two modules' public names (each module's `__all__` is the
+# one list; written out again here, they drifted).
+from . import metadata as _metadata
+from . import shard as _shard
+from .metadata import *  # noqa: F403
+from .shard import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_GRACE_SECONDS",
-    "DEFAULT_SQLITE_FILENAME",
-    "DIFF",
-    "TIME",
-    "AppendResult",
-    "BatchInfo",
-    "CompactResult",
-    "Dialect",
-    "InvalidBatchError",
-    "Listen",
-    "ListenEvent",
-    "MetadataStore",
-    "MetadataStoreError",
-    "Migration",
-    "NotYetAvailableError",
-    "ReadBelowSinceError",
-    "Shard",
-    "ShardError",
-    "ShardExistsError",
-    "ShardNotFoundError",
-    "ShardState",
-    "SinceError",
-    "Transaction",
-    "UpperMismatchError",
-    "redact_url",
-]
+__all__ = [*_metadata.__all__, *_shard.__all__]

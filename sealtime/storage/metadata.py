@@ -63,6 +63,7 @@ __all__ = [
     "MetadataStoreError",
     "Migration",
     "Transaction",
+    "existing_sqlite_path",
     "redact_url",
     "sqlite_path",
 ]
@@ -85,6 +86,23 @@ def sqlite_path(where: str | os.PathLike[str]) -> str:
     if text.lower().startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     return os.path.join(text, DEFAULT_SQLITE_FILENAME) if os.path.isdir(text) else text
+
+
+def existing_sqlite_path(where: str | os.PathLike[str], reader: str, fix: str) -> str:
+    """`sqlite_path` of `where` for a reader that must not create the store: a missing
+    file is a `FileNotFoundError` naming the `reader`, the path expected and the `fix`.
+
+    >>> existing_sqlite_path("/nonexistent", "sealtime status", "pass the job's --data-dir")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: sealtime status: no metadata store in '/nonexistent' (expected /nonexistent); pass the job's --data-dir
+    """
+    path = sqlite_path(where)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{reader}: no metadata store in {os.fspath(where)!r} (expected {path}); {fix}"
+        )
+    return path
 
 
 #: A migration step: portable SQL text, or a callable run inside the migration transaction.
