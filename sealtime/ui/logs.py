@@ -12,6 +12,7 @@ checkpoint) is skipped.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..columns import DIFF, LATE, OFFSET, TIME
+from ..engine.snapshot import LogFileView
 
 __all__ = ["latest_errors", "latest_late"]
 
@@ -31,12 +33,13 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
     return json.loads(json.dumps(table.to_pylist(), default=str))
 
 
-def latest_late(files: tuple[tuple[str, str, int], ...], limit: int) -> list[dict[str, Any]]:
+def latest_late(files: Sequence[LogFileView], limit: int) -> list[dict[str, Any]]:
     """Up to `limit` most recent late rows, newest first: the row's columns, ``_time``
-    (the binding time of the tick that read it) and ``reason``. `files` are ``(path, late_path, late)``
-    entries of `SourceInfo.late_files`, oldest first."""
+    (the binding time of the tick that read it) and ``reason``. `files` are the entries
+    of `SourceInfo.late_files`, oldest first."""
     out: list[dict[str, Any]] = []
-    for path, late_path, _count in reversed(files):
+    for entry in reversed(files):
+        path, late_path = entry.path, entry.late_path
         try:
             if late_path:  # a linked entry: the sidecar lists the late rows of the file
                 side = pq.read_table(late_path)

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..engine.bindings import Binding
-from ..engine.snapshot import EngineSnapshot, PublicationView
+from ..engine.snapshot import EngineSnapshot, PublicationView, SourceView
 from ..time.order import MIN_TIME
 from .layout import layout
 
@@ -121,25 +121,12 @@ class EdgeInfo:
 
 
 @dataclass(frozen=True)
-class SourceInfo:
-    """A source's health, positions and counters after the tick."""
+class SourceInfo(SourceView):
+    """A source as the engine reports it (`SourceView`) after the tick, with what the
+    page adds: its lag behind the binding time and the rows this tick read."""
 
-    name: str
-    node: int
-    health: str | None
-    position: Any
-    acknowledged: Any
-    frontier: int | None
-    lag_ms: int | None
-    rows: int
-    rows_tick: int
-    late: int
-    errors: int
-    exhausted: bool
-    event_time: bool
-    #: recent log entries holding late rows / error rows: (path, late_path, late count)
-    late_files: tuple[tuple[str, str, int], ...] = ()
-    error_files: tuple[str, ...] = ()
+    lag_ms: int | None = None
+    rows_tick: int = 0
 
 
 #: a published topic: its mode, addresses and subscribers' queue depths (the engine's)
@@ -404,25 +391,13 @@ class Monitor:
         )
         infos_sources = tuple(
             SourceInfo(
-                name=s.name,
-                node=s.node,
-                health=s.health,
-                position=s.position,
-                acknowledged=s.acknowledged,
-                frontier=s.frontier,
+                **{f.name: getattr(s, f.name) for f in dataclasses.fields(s)},
                 lag_ms=_lag(clock, s.frontier),
-                rows=s.rows,
                 rows_tick=(
                     binding.sources[s.name].rows
                     if binding is not None and s.name in binding.sources
                     else 0
                 ),
-                late=s.late,
-                errors=s.errors,
-                exhausted=s.exhausted,
-                event_time=s.event_time,
-                late_files=tuple((f.path, f.late_path, f.late) for f in s.late_files),
-                error_files=s.error_files,
             )
             for s in (state.sources if state is not None else ())
         )
