@@ -855,6 +855,9 @@ class Shard:
         retired files that are past the grace period. Returns None if there was nothing
         to do (or a concurrent compaction won). Reads the merged data into memory.
 
+        (The example opens its store and shard as `listen`'s does, on purpose: each
+        example stands alone.)
+
         >>> import tempfile
         >>> import pyarrow as pa
         >>> from sealtime.storage import MetadataStore
