@@ -23,7 +23,6 @@ NOT_PYTHON = {"sealtime.spark.ArrowFiles", "sealtime.rows"}
 
 #: names in files of other owners, reported to them and not yet fixed there
 REPORTED = {
-    ("docs/architecture.md", "Engine._mint_binding"),
     ("docs/dataplane.md", "Engine.log_output"),
     ("docs/durability.md", "sealtime.engine.failpoints"),
 }
