@@ -54,7 +54,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,6 +78,7 @@ __all__ = [
     "lease_seconds",
     "lease_settings",
     "read_owner",
+    "read_owners",
 ]
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,26 @@ def read_owner(store: MetadataStore, data_dir: str, flow: str) -> Owner | None:
         (data_dir, flow),
     )
     return Owner._from_row(row[0]) if row else None
+
+
+def read_owners(query: Callable[[str], Sequence[tuple[Any, ...]]]) -> list[Owner]:
+    """Every owner record of a store, by `query` (SQL text -> rows), without writing —
+    for readers of a store opened read-only (`sealtime status`; the table
+    ``sealtime_owners`` exists once a first owner took a data dir).
+
+    >>> import sqlite3, tempfile
+    >>> from sealtime.storage import MetadataStore
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     store = MetadataStore.open(d)
+    ...     lease = acquire_lease(store, d, "flow", heartbeat=False)
+    ...     conn = sqlite3.connect(f"file:{d}/metadata.sqlite?mode=ro", uri=True)
+    ...     [(o.flow, o.epoch, o.process.pid == os.getpid()) for o in read_owners(
+    ...         lambda sql: conn.execute(sql).fetchall())]
+    ...     conn.close(); lease.release(); store.close()
+    [('flow', 1, True)]
+    """
+    rows = query(f"SELECT {_COLUMNS} FROM sealtime_owners ORDER BY flow, data_dir")
+    return [Owner._from_row(r) for r in rows]
 
 
 class Lease:

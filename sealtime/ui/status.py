@@ -13,6 +13,9 @@ PostgreSQL URL in read-only transactions — and reports, per dataflow in the st
 * per operator its frontier: the plan graph recorded in the store (kinds, names,
   inputs, path summaries) with the last binding's frontiers through the progress
   tracker — exactly what the engine computed at that tick;
+* the data dir's owner (`sealtime.storage.ownership`): host, pid, since when, epoch,
+  and whether it holds its lease (``released`` once it stopped; an expired lease is a
+  stopped or unreachable process, replaced by the next start);
 * checkpoints, shards (``upper``/``since``) and the catalog.
 
 >>> import tempfile
@@ -34,6 +37,7 @@ from typing import Any
 from ..engine.frontiers import FrontierTracker, output_frontier
 from ..plan import GRAPH_NAMESPACE, GraphNode
 from ..storage.metadata import existing_sqlite_path
+from ..storage.ownership import Owner, ProcessIdentity, database_clock, read_owners
 
 __all__ = ["collect_status", "format_status", "status_cmd"]
 
@@ -75,6 +79,15 @@ class _ReadOnly:
         assert self.pg is not None
         with self.pg.transaction(readonly=True) as tx:
             return tx.query(sql, params)
+
+    def clock(self) -> float:
+        """The lease clock (`database_clock`): PostgreSQL's for a shared store, this
+        machine's for SQLite."""
+        if self.pg is not None:
+            with self.pg.transaction(readonly=True) as tx:
+                return database_clock(tx)
+        row = self.query("SELECT (julianday('now') - 2440587.5) * 86400.0")
+        return float(row[0][0])
 
     def close(self) -> None:
         if self.conn is not None:
@@ -130,7 +143,14 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
                 kv[(ns, key)] = json.loads(value)
                 if ns == GRAPH_NAMESPACE:
                     graphs[key] = kv[(ns, key)]
-        flows = sorted(set(flows) | set(graphs))
+        owners: dict[str, Owner] = {}
+        if "sealtime_owners" in tables:
+            # (a flow's newest epoch: in a shared store it may have owned other data dirs)
+            for o in read_owners(db.query):
+                if o.flow not in owners or o.epoch > owners[o.flow].epoch:
+                    owners[o.flow] = o
+        now = db.clock()
+        flows = sorted(set(flows) | set(graphs) | set(owners))
         shards = []
         if "sealtime_shards" in tables:
             for name, lower, upper, since in db.query(
@@ -139,9 +159,14 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
                 shards.append({"name": name, "lower": lower, "upper": upper, "since": since})
         out_flows = []
         for flow in flows:
-            rows = db.query(
-                "SELECT tick, into_time, sources FROM sealtime_bindings WHERE flow = ? ORDER BY tick",
-                (flow,),
+            rows = (
+                db.query(
+                    "SELECT tick, into_time, sources FROM sealtime_bindings WHERE flow = ? "
+                    "ORDER BY tick",
+                    (flow,),
+                )
+                if "sealtime_bindings" in tables
+                else []
             )
             parts = [json.loads(s) for _, _, s in rows]
             last = None
@@ -215,6 +240,7 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
                     "sources": sources,
                     "operators": operators,
                     "checkpoints": checkpoints,
+                    "owner": _owner(owners.get(flow), now),
                 }
             )
         catalog = []
@@ -230,6 +256,38 @@ def collect_status(data_dir: str, metadata: str | None = None) -> dict[str, Any]
         return {"store": db.url, "dataflows": out_flows, "shards": shards, "catalog": catalog}
     finally:
         db.close()
+
+
+def _owner(owner: Owner | None, now: float) -> dict[str, Any] | None:
+    """The owner record as `collect_status` reports it (None: never owned). ``holds``:
+    it would refuse a new start (`Owner.holds`: not released, its process alive where
+    this machine can tell, its lease not expired at the store's clock `now`)."""
+    if owner is None or owner.epoch == 0:
+        return None
+    return {
+        "host": owner.process.host,
+        "pid": owner.process.pid,
+        "since": owner.started_at,
+        "epoch": owner.epoch,
+        "data_dir": owner.data_dir,
+        "released": owner.released,
+        "holds": owner.holds(now, ProcessIdentity.current()),
+        "describe": owner.describe(now),
+    }
+
+
+def _owner_line(owner: dict[str, Any] | None) -> str:
+    """The owner's line of `format_status`.
+
+    >>> _owner_line({"holds": False, "released": True, "describe": "pid 7 on host 'h' since x"})
+    "  owner: none (last: pid 7 on host 'h' since x; released)"
+    """
+    if owner is None:
+        return "  owner: none (never run)"
+    if owner["holds"]:
+        return f"  owner: {owner['describe']}"
+    why = "released" if owner["released"] else "its process is gone or its lease expired"
+    return f"  owner: none (last: {owner['describe']}; {why})"
 
 
 def _t(ms: Any) -> str:
@@ -262,6 +320,7 @@ def format_status(status: dict[str, Any]) -> str:
         lines.append("no dataflow has run in this store yet")
     for f in status["dataflows"]:
         lines.append(f"dataflow {f['name']}: {f['ticks']} ticks")
+        lines.append(_owner_line(f.get("owner")))
         b = f["last_binding"]
         if b is not None:
             lines.append(f"  last binding: tick {b['tick']} at {_t(b['into_time'])}")

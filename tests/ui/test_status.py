@@ -61,3 +61,29 @@ def test_status_of_running_job(job, capsys):
 def test_status_without_store(tmp_path, capsys):
     assert main(["status", "--data-dir", str(tmp_path)]) == 1
     assert "no metadata store" in capsys.readouterr().err
+
+
+def test_status_names_the_data_dirs_owner(tmp_path, capsys):
+    """The owner (host, pid, since, epoch) from the store's owner record, and whether it
+    still holds the data dir: what a refused second start would name."""
+    from sealtime.storage import MetadataStore
+    from sealtime.storage.ownership import ProcessIdentity, acquire_lease
+
+    store = MetadataStore.open(str(tmp_path))
+    other = ProcessIdentity("elsewhere", 4242)
+    acquire_lease(store, str(tmp_path), "f", process=other, heartbeat=False).release()
+    lease = acquire_lease(store, str(tmp_path), "f", process=other, heartbeat=False)
+    assert main(["status", "--data-dir", str(tmp_path), "--json"]) == 0
+    (f,) = json.loads(capsys.readouterr().out)["dataflows"]
+    owner = f["owner"]
+    assert (owner["host"], owner["pid"], owner["epoch"]) == ("elsewhere", 4242, 2)
+    assert owner["holds"] and not owner["released"] and owner["since"] > 0
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "  owner: pid 4242 on host 'elsewhere' since " in text and "(epoch 2;" in text
+
+    lease.release()
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "owner: none (last: pid 4242 on host 'elsewhere'" in text and "; released)" in text
+    store.close()
