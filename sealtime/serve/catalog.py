@@ -11,8 +11,8 @@ tick at which each view became live (finished hydrating).
 >>> import tempfile
 >>> from sealtime.storage import MetadataStore
 >>> cat = ServiceCatalog(MetadataStore.open(tempfile.mkdtemp()), "svc")
->>> s = cat.add("source", "bids", "CREATE SOURCE bids FROM ...", owner="ann")
->>> v = cat.add("view", "hot", "CREATE VIEW hot AS ...", owner="bob", depends=("bids",))
+>>> s = cat.add(ObjectKind.SOURCE, "bids", "CREATE SOURCE bids FROM ...", owner="ann")
+>>> v = cat.add(ObjectKind.VIEW, "hot", "CREATE VIEW hot AS ...", owner="bob", depends=("bids",))
 >>> [e.name for e in cat.entries()], cat.dependents("bids")
 (['bids', 'hot'], ['hot'])
 >>> _ = cat.remove("hot"); [e.name for e in cat.entries()]
