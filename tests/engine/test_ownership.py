@@ -391,6 +391,34 @@ def test_a_replay_reads_another_data_dir_without_taking_it(spark, tmp_path):
         s.close()
 
 
+def test_the_dataflows_lease_and_takeover_settings(spark, tmp_path):
+    """``Dataflow(lease=..., takeover=...)``: the owner record's lease length, and a live
+    owner replaced (fenced) only when asked."""
+    data = tmp_path / "d"
+    flow = st.Dataflow("owned", data_dir=str(data), spark=spark, record=False, lease="7s")
+    flow.source("s", st.sources.Rows(SMALL, [(1000, {"k": 1, "v": 1})]))
+    assert flow.engine.tick_no == 0  # (the engine took the data dir)
+    record = read_owner(flow.metadata_store, str(data), "owned")
+    assert record.expires_at - record.renewed_at == pytest.approx(7.0)
+    flow.close()
+    # A live owner elsewhere.
+    elsewhere = ProcessIdentity("elsewhere", 9)
+    with MetadataStore.open(str(data)) as store:
+        acquire_lease(store, str(data), "owned", process=elsewhere, heartbeat=False)
+    for takeover in (False, True):
+        again = st.Dataflow("owned", data_dir=str(data), spark=spark, takeover=takeover)
+        again.source("s", st.sources.Rows(SMALL, [(1000, {"k": 1, "v": 1})]))
+        if not takeover:
+            with pytest.raises(DataDirOwnedError, match="pid 9 on host 'elsewhere'"):
+                again.run()
+            continue
+        again.run()
+        assert read_owner(again.metadata_store, str(data), "owned").epoch == 3
+        again.close()
+    with pytest.raises(st.errors.ConfigError, match="lease='soon'"):
+        st.Dataflow("owned", data_dir=str(data), spark=spark, lease="soon")
+
+
 # ------------------------------------------------------------------ files by epoch
 def test_arrangements_restore_older_epochs_and_write_only_their_own(tmp_path):
     data = tmp_path / "d"
