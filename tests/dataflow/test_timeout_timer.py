@@ -131,13 +131,13 @@ def test_timer_fires_on_the_logical_clock_and_replays(make_flow, spark, tmp_path
     # [999 960 000, ..020 000) holds ..010 000; [..020 000, ..080 000) six firings; the
     # window from ..080 000 is still open at the frontier ..092 001.
     assert windows == [(999_960_000, 1), (1_000_020_000, 6)]
-    shard = flow._sinks[0][1].shard
+    shard = flow.sinks[0].sink.shard
     original = [(b.lower, b.upper, shard.read_files(b.files).to_pylist()) for b in shard.batches()]
     flow.close()
     # Replay: the same firings at the same logical times, whatever the clock says now.
     replayed, _, _ = build(tmp_path / "b", Clock(0))
     replayed.replay(tmp_path / "a", name="timer")
-    shard = replayed._sinks[0][1].shard
+    shard = replayed.sinks[0].sink.shard
     again = [(b.lower, b.upper, shard.read_files(b.files).to_pylist()) for b in shard.batches()]
     assert again == original
     replayed.close()

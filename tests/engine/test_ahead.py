@@ -179,13 +179,14 @@ def test_ranges_equal_the_plain_plan(make_flow, tmp_path, monkeypatch, max_rows,
     reads.clear()
     flow, fast = _build(make_flow(**kw), d, plain=False, max_rows=max_rows)
     reports = flow.run()
-    engine = flow._engine
+    engine = flow.engine
     # (the source is not planned, but its tick reports still count the rows it read)
-    src = next(n.id for n in engine.nodes if n.kind == "source")
+    src = engine.snapshot().source("bids").node
     assert sum(r.operators[src].rows_in for r in reports) == 6000
-    assert len(engine.ahead) == 3
+    assert len(engine.sinks.ahead) == 3
     # No plan of the source or the filter is built: only the Arrow sinks read them.
-    assert {n.name for n in engine.nodes if n.id in engine.unread} >= {"bids"}
+    unread = {o.name for o in engine.snapshot().operators if o.id in engine.dataplane.unread}
+    assert unread >= {"bids"}
     for name in fast:
         assert fast[name].ranges == plain[name].ranges, name
         assert sum(len(r) for _, _, r in fast[name].ranges) > 0
@@ -200,8 +201,8 @@ def test_ranges_equal_the_plain_plan(make_flow, tmp_path, monkeypatch, max_rows,
 
 
 def flow_late(flow) -> int:
-    runtime = next(iter(flow._engine.sources.values()))
-    return runtime.late_count
+    (source,) = flow.engine.snapshot().sources
+    return source.late
 
 
 def test_a_small_memory_cap_reads_the_log_again(make_flow, tmp_path, monkeypatch):
@@ -212,7 +213,7 @@ def test_a_small_memory_cap_reads_the_log_again(make_flow, tmp_path, monkeypatch
     monkeypatch.setattr(ahead, "AHEAD_MAX_BYTES", 0)
     flow, fast = _build(make_flow(record=False), d, plain=False, max_rows=700)
     flow.run()
-    assert all(c.dropped > 0 for c in flow._engine.ahead.values())
+    assert all(c.dropped > 0 for c in flow.engine.sinks.ahead.values())
     for name in fast:
         assert fast[name].ranges == plain[name].ranges, name
 
@@ -231,7 +232,7 @@ def test_a_restart_holds_nothing_and_reads_the_log(spark, tmp_path):
 
         flow, first = _build(flow_on(), d, plain, max_rows=700)
         flow.run(ticks=4)
-        assert plain or any(c.held_rows for c in flow._engine.ahead.values())
+        assert plain or any(c.held_rows for c in flow.engine.sinks.ahead.values())
         flow.close()
         flow, second = _build(flow_on(), d, plain, max_rows=700)
         flow.run()
@@ -260,7 +261,7 @@ def test_only_arrow_sinks_of_per_row_collections_collect_ahead(make_flow, tmp_pa
     bids.late.sink(st.sinks.Callback(lambda *a: None))  # a side output
     bids.sink(st.sinks.Callback(lambda *a: None))  # the one that does
     flow.run(ticks=1)
-    assert list(flow._engine.ahead) == [4]
+    assert list(flow.engine.sinks.ahead) == [4]
 
 
 def test_publish_with_partitions_collects_ahead_alike(make_flow, tmp_path, monkeypatch):
@@ -285,7 +286,7 @@ def test_publish_with_partitions_collects_ahead_alike(make_flow, tmp_path, monke
         bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=500)
         bids.select("auction", "price").publish("p", partitions=3, by="auction")
         flow.run()
-        assert bool(flow._engine.ahead) is not plain
+        assert bool(flow.engine.sinks.ahead) is not plain
         flow.close()
         out[plain], seen[:] = list(seen), []
     assert out[True] == out[False]
@@ -351,7 +352,7 @@ class _Watching(_Ranges):
         self.flow, self.stored = flow, []
 
     def _take(self, table, lo, hi):
-        engine = self.flow._engine
+        engine = self.flow.engine
         self.stored.append((engine.tick_no, len(engine.log.load())))
         super()._take(table, lo, hi)
 
@@ -370,7 +371,7 @@ def test_ticks_read_ahead_while_they_collect(make_flow, tmp_path):
         bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=700)
         bids.filter("price < 500").sink(sink)
         flow.run(ticks=5)
-        assert len(flow.bindings) == len(flow._engine.log.load()) == 5
+        assert len(flow.bindings) == len(flow.engine.log.load()) == 5
         ahead = [stored - tick for tick, stored in sink.stored]
         # ticks 1-4 read ahead (their commit sees the next binding), tick 5 does not
         assert ahead == ([0] * 5 if plain else [1, 1, 1, 1, 0])

@@ -248,7 +248,7 @@ def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream, 
         flow = crash_job.build(str(data), spark=spark)
         for _ in range(200):
             flow.run(ticks=1)
-            upper = flow._sinks[0][1].durable_upper()
+            upper = flow.sinks[0].sink.durable_upper()
             if upper is not None and upper >= target:
                 break
         flow.close()

@@ -65,7 +65,7 @@ def build(spark, data_dir, stream: NatsStream, durable: str, clock: Clock):
 
 def commits(flow) -> list[tuple]:
     out = []
-    for _, sink in flow._sinks:
+    for _, sink in flow.sinks:
         shard = sink.shard
         for b in shard.batches():
             table = shard.read_files(b.files)

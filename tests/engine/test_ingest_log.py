@@ -76,7 +76,7 @@ def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeyp
     flow.run()
     if copy:
         monkeypatch.undo()
-    runtime = next(iter(flow._engine.sources.values()))
+    runtime = next(iter(flow.engine.sources.values()))
     return flow, runtime, bids, per_window, late
 
 
@@ -282,7 +282,7 @@ def test_null_event_time_goes_to_errors(make_flow, tmp_path, fmt):
     assert json.loads(err["raw"])["k"] == 2
     final = count.to_spark().collect()
     assert [r["n"] for r in final] == [4]
-    runtime = next(iter(flow._engine.sources.values()))
+    runtime = next(iter(flow.engine.sources.values()))
     assert runtime.error_count == 1
 
 
@@ -318,7 +318,7 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     assert len(got) == 3 and len({hi for _, hi in got}) == 3  # three binding times
     assert len(codes) == 3 and codes[0]
     assert codes[0] == codes[1] == codes[2]
-    runtime = next(iter(flow._engine.sources.values()))
+    runtime = next(iter(flow.engine.sources.values()))
     firsts = [0, 0, 0] if linked == "whole files" else [0, 300, 600]
     assert [f.first for f in runtime.files] == firsts and all(f.linked for f in runtime.files)
 
@@ -339,7 +339,7 @@ def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, monkeypatch, 
         bids = flow.source("bids", src, max_rows_per_tick=500)
         totals = bids.aggregate(by="auction", n=st.count(), hi=st.max("price"))
         flow.run()
-        rt = next(iter(flow._engine.sources.values()))
+        rt = next(iter(flow.engine.sources.values()))
         return rt, _by_tick(bids.updates()), _by_tick(totals.updates())
 
     def _by_tick(updates: pa.Table) -> list:

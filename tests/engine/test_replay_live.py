@@ -79,7 +79,7 @@ def run_at(flow, clock: Clock, times: list[int]) -> None:
 def commits(flow) -> dict[str, list]:
     """Every Persist sink's commits: (lower, upper, rows) per batch."""
     out = {}
-    for _, sink in flow._sinks:
+    for _, sink in flow.sinks:
         shard = sink.shard
         out[sink.name] = [
             (b.lower, b.upper, sorted(map(repr, shard.read_files(b.files).to_pylist())))

@@ -30,7 +30,7 @@ def build(data_dir: str, spark=None) -> st.Dataflow:
     holder: list[st.Dataflow] = []
 
     def clock() -> float:
-        engine = holder[0]._engine if holder else None
+        engine = holder[0].engine if holder and holder[0].started else None
         return (BASE + 1_000 * (engine.tick_no if engine is not None else 0)) / 1000
 
     flow = st.Dataflow(

@@ -39,7 +39,7 @@ def build(spark, data_dir: str, out: str, input_dir: Path) -> tuple[st.Dataflow,
 def outputs(flow: st.Dataflow, parquet: st.sinks.Parquet) -> tuple[list, list]:
     files = [pq.read_table(d) for d in parquet.directories() if any(Path(d).glob("*.parquet"))]
     windows = [row for table in files for row in table.to_pylist()]
-    persist = next(s for _, s in flow._sinks if isinstance(s, st.sinks.Persist))
+    persist = next(s for _, s in flow.sinks if isinstance(s, st.sinks.Persist))
     totals = persist.read_arrow().to_pylist()
     key = lambda r: tuple(sorted(r.items()))  # noqa: E731
     return sorted(windows, key=key), sorted(totals, key=key)

@@ -121,7 +121,7 @@ def build(spark, data_dir: Path, source: Any):
 
 
 def committed(flow, name: str) -> list[dict]:
-    for _, sink in flow._sinks:
+    for _, sink in flow.sinks:
         if sink.name == name:
             return sink.read_arrow().to_pylist()
     raise AssertionError(name)

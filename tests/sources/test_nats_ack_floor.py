@@ -60,7 +60,7 @@ def build(spark, data_dir, stream: NatsStream, durable: str):
 
 def committed(flow) -> list[int]:
     """The message numbers in the sink's committed output (with repetitions)."""
-    ((_, sink),) = flow._sinks
+    ((_, sink),) = flow.sinks
     return sorted(sink.read_arrow().column("i").to_pylist())
 
 
