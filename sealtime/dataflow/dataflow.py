@@ -110,6 +110,11 @@ class Dataflow:
       (None or 0: never); recovery = latest checkpoint + the log after it.
     * `truncate_log`: after a checkpoint, delete ingest-log files it made unnecessary
       (keep False to be able to `replay` from the very beginning).
+    * `lease`: how long the data dir's ownership lasts without renewal (a duration,
+      e.g. ``"10s"``; default ``--lease``, ``$SEALTIME_LEASE`` or 30 s): a stopped or
+      unreachable owner blocks a restart elsewhere at most this long.
+      `takeover`: replace a live owner, which is fenced (it commits nothing more);
+      otherwise a second writer is refused, naming the owner (docs/durability.md).
 
     Durability: every tick's binding (source positions, frontiers, log files) is written
     to the metadata store before its rows propagate. Building the same dataflow again
@@ -134,6 +139,8 @@ class Dataflow:
         checkpoint_every: int | None = 50,
         truncate_log: bool = True,
         live: bool = False,
+        lease: str | float | None = None,
+        takeover: bool = False,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ConfigError("Dataflow(name) must be a non-empty string")
@@ -173,6 +180,11 @@ class Dataflow:
             )
         self.checkpoint_every = checkpoint_every or None
         self.truncate_log = bool(truncate_log)
+        from ..storage.ownership import lease_seconds
+
+        #: the data dir's lease length in seconds (None: the process's default)
+        self.lease = None if lease is None else lease_seconds(lease)
+        self.takeover = bool(takeover)
         if spark is None:
             from ..spark.session import get_or_create_session
 
@@ -576,15 +588,19 @@ class Dataflow:
 
     def _new_engine(self, replay_from: Any = None) -> Any:
         from ..engine.coordinator import Engine
+        from ..storage.ownership import lease_settings
 
-        return Engine(
-            self.compile(),
-            self.metadata_store,
-            self._spark,
-            self._clock_ms,
-            replay_from=replay_from,
-            observers=self.tick_observers,
-        )
+        # (the engine takes the data dir's lease as it starts: these settings are the
+        # defaults of the leases acquired meanwhile, as the command's --lease/--takeover)
+        with lease_settings(lease=self.lease, takeover=self.takeover):
+            return Engine(
+                self.compile(),
+                self.metadata_store,
+                self._spark,
+                self._clock_ms,
+                replay_from=replay_from,
+                observers=self.tick_observers,
+            )
 
     @property
     def engine(self):
