@@ -47,8 +47,9 @@ def test_kernel_counts_equal_true_counts(make_flow):
             lo, hi = r.sealed[nid]
             assert s.rows_in == sum(_in_range(u, lo, hi) for u in ins[nid]), (r.tick, nid)
             assert s.rows_out == _in_range(outs[nid], lo, hi), (r.tick, nid)
-            assert s.kernel_seconds is not None and s.kernel_seconds >= 0
-            assert s.plan_seconds >= 0
+            # (planning is driver time inside the tick; the kernel's time is measured)
+            assert 0 <= s.plan_seconds <= r.seconds, (r.tick, nid)
+            assert s.kernel_seconds is not None, (r.tick, nid)
         # The aggregate's state: one row per key seen so far.
         hi = r.sealed[agg.node.id][1]
         seen = {row["k"] for t, row in ROWS if hi is None or t < hi}
@@ -61,3 +62,4 @@ def test_kernel_counts_equal_true_counts(make_flow):
     assert sum(r.operators[src.node.id].rows_in for r in reports) == len(ROWS)
     # Over the run, the aggregate took every input update once.
     assert sum(r.operators[agg.node.id].rows_in for r in reports) == len(ROWS)
+    assert sum(r.operators[agg.node.id].kernel_seconds for r in reports) > 0
