@@ -16,6 +16,7 @@ what is wrong and how to fix it.
 | `DataDirOwnedError` / `FencedError` | a second writer of a data dir (refused: it names the owner) / an owner that lost its data dir to a newer one (fenced) | |
 | `WriterConflictError` | an exactly-once output moved under its writer (someone else writes there) | `RuntimeError` |
 | `StoredFormatError` | durable state written by a newer sealtime | `ValueError` |
+| `LogRetentionError` | a replay that needs ingest log its retention removed; names the source, the setting (``retain_history``) and the fix | `ValueError` |
 | `NotFoundError` | a name that is not there (a topic not in the catalog, an unknown view); lists those that are | `KeyError` |
 | `StateError` | a call the object's state does not allow (a closed publisher, a view defined after ``run()``); names what must come first | `RuntimeError` |
 | `InternalError` | not a user's mistake: an invariant of sealtime broke (a bug; please report it) | `RuntimeError` |
@@ -75,6 +76,7 @@ __all__ = [
     "DataDirOwnedError",
     "FencedError",
     "InternalError",
+    "LogRetentionError",
     "MetadataStoreError",
     "NotFoundError",
     "PlanChangedError",
@@ -163,6 +165,13 @@ class WriterConflictError(StorageError, RuntimeError):
 class StoredFormatError(StorageError, ValueError):
     """Durable state (a binding, a checkpoint) holds keys this version does not know: it
     was written by a newer sealtime."""
+
+
+class LogRetentionError(StorageError, ValueError):
+    """A replay needs ingest log that its retention removed (behind a checkpoint, older
+    than ``retain_history``): the message names the source, how far its log reaches
+    back, the setting and the fix — a longer retention, or a replay from a checkpoint
+    inside it. (Also a ``ValueError``, as the refusal it replaces.)"""
 
 
 class ReadBelowSinceError(StorageError):

@@ -109,7 +109,9 @@ class Dataflow:
     * `checkpoint_every`: write a soft checkpoint of all operator state every N ticks
       (None or 0: never); recovery = latest checkpoint + the log after it.
     * `truncate_log`: after a checkpoint, delete ingest-log files it made unnecessary
-      (keep False to be able to `replay` from the very beginning).
+      and older than each source's `retain_history` (a day by default, so that
+      `replay` from the beginning works on a run of the last day; False keeps the whole
+      log for ever; docs/durability.md gives the disk cost).
     * `lease`: how long the data dir's ownership lasts without renewal (a duration,
       e.g. ``"10s"``; default ``--lease``, ``$SEALTIME_LEASE`` or 30 s): a stopped or
       unreachable owner blocks a restart elsewhere at most this long.
@@ -245,11 +247,13 @@ class Dataflow:
         move the frontier — one producer's clock bug cannot seal everyone's future
         (docs/time.md). Default ``"1h"`` with ``time=``; None turns the bound off.
 
-        `retain_history`: how far behind the source's frontier (a duration of its log's
-        times) its ingest log is kept once checkpoints made it unnecessary for recovery
-        — what a view added to a live dataflow can still read; None keeps it all. By
-        default 0 with ``Dataflow(truncate_log=True)`` (a live dataflow: all of it) and
-        all without.
+        `retain_history`: how far behind the largest time of its rows (a duration of
+        its log's times) the source's ingest log is kept once checkpoints made it
+        unnecessary for recovery — what a replay from the beginning and a view added to
+        a live dataflow can still read; None keeps it all. By default a day
+        (`sealtime.engine.retention.DEFAULT_RETAIN_HISTORY`) with
+        ``Dataflow(truncate_log=True)``, all of it in a live dataflow and without
+        truncation; 0 keeps only what recovery needs.
 
         >>> # flow.source("s", src, time="ts", lateness="4s", idle_timeout="5s")
         """
@@ -300,7 +304,11 @@ class Dataflow:
                 )
             future_ms = parse_duration(max_future, f"source {name!r} max_future")
         if retain_history is ...:
-            retain_ms: int | None = 0 if self.truncate_log and not self.live else None
+            from ..engine.retention import DEFAULT_RETAIN_HISTORY
+
+            retain_ms: int | None = (
+                DEFAULT_RETAIN_HISTORY if self.truncate_log and not self.live else None
+            )
         elif retain_history is None:
             retain_ms = None
         else:
@@ -727,6 +735,7 @@ class Dataflow:
         name: str | None = None,
         then_live: bool = False,
         on_tick: Callable[[Any], None] | None = None,
+        from_checkpoint: int | str | None = None,
     ) -> list[Any]:
         """Re-run this dataflow from another run's ingest log and bindings (read, never
         changed), tick by tick with the original binding times, so every sink gets
@@ -740,6 +749,10 @@ class Dataflow:
           ``(last replayed time, first live time)`` once, timers apply their gap policy
           (``Timer(gap=...)``). Without it, `run()` after the replay raises an error
           saying so.
+        * `from_checkpoint`: ``"latest"`` or a tick: start from that checkpoint of the
+          original (its state restored, the bindings after it replayed) — for a run whose
+          log no longer reaches back to its beginning (``retain_history``); without it a
+          truncated log is refused with a `LogRetentionError` naming the setting.
         * The graph may differ from the recorded one (more operators, sinks, timers):
           recorded sources are reused, timers are restamped from the recorded binding
           times, and the new data dir's log replays exactly in its turn
@@ -757,7 +770,11 @@ class Dataflow:
         if source_dir == self.data_dir:
             raise ConfigError("replay(from_data_dir=...) must differ from this data_dir")
         plan = ReplayPlan.load(
-            source_dir, name or self.name, metadata=from_metadata, then_live=then_live
+            source_dir,
+            name or self.name,
+            metadata=from_metadata,
+            then_live=then_live,
+            from_checkpoint=from_checkpoint,
         )
         self._engine = engine = self._new_engine(replay_from=plan)
         remaining = engine.replay_ticks - engine.tick_no

@@ -12,10 +12,19 @@ files are on disk and *before* any of their rows propagate, so:
 * a restart reads the bindings and assigns exactly the same times, because the times
   live in the log and the bindings say which log files exist.
 
-The same table gives the **resumption frontier**: a time ``R`` below which everything
-downstream that must not lose data is durable maps back to, per source, the position
-of the last binding all of whose logged rows have times ``< R``. Upstream
-acknowledgements never pass it.
+The same table gives the **resumption frontier**, per output of each source: the main
+output (rows at their own times) and the side outputs (``late``, ``errors``, ``health``:
+rows at their tick's binding time) each have the durable upper ``R`` of the exactly-once
+sinks downstream of *that output*; a source's position is acknowledged up to the last
+binding whose logged rows of every output lie below that output's ``R``. Comparing one
+``R`` with all rows would let one late row, stamped at a binding time far ahead of the
+event times the sinks have made durable, hold the acknowledgement back for good.
+Upstream acknowledgements never pass it.
+
+A restart whose first tick covers several bindings (those minted but not committed
+before a crash, see `sealtime.engine.replay`) is noted as a **catch-up**
+(`BindingLog.note_catch_up`): the record of which ticks one step covered, so that a
+replay commits the same ranges.
 
 Checkpoints (see `sealtime.engine.checkpoint`) and the dataflow's plan fingerprint are
 kept next to the bindings, in the same store.
@@ -54,14 +63,31 @@ from ..time.order import MIN_TIME
 from .ingest_log import LogFile
 
 __all__ = [
+    "CATCH_UP",
+    "OUTPUTS",
     "Binding",
     "BindingLog",
     "BindingPart",
     "PlanChangedError",
     "SourceState",
+    "Uppers",
+    "log_gaps",
+    "output_maxima",
     "resumption_positions",
     "restore_point",
 ]
+
+#: the outputs of a source's log, as `LogFile.bounds` names them
+OUTPUTS = ("main", "late", "errors", "health")
+
+#: metadata-store namespace of the catch-up records (key: the dataflow's name)
+CATCH_UP = "catch-up"
+
+#: durable uppers for the resumption frontier: one time for every source's data rows
+#: (main and late, as before outputs were told apart), or per source name and output
+#: (`OUTPUTS`) the least upper of the exactly-once sinks downstream of that output — an
+#: output absent, or None, constrains nothing (no such sink, or all finished)
+Uppers = int | None | Mapping[str, Mapping[str, int | None]]
 
 _MIGRATIONS = [
     "CREATE TABLE IF NOT EXISTS sealtime_bindings ("
@@ -227,29 +253,111 @@ class Binding:
         return cls(int(d["tick"]), into, parts)
 
 
+def output_maxima(part: BindingPart) -> dict[str, int]:
+    """The largest time of the rows each output of `part` logged (`OUTPUTS`; an output
+    without rows is absent): main rows at their own times, late, errors and health rows
+    at their tick's binding time (`LogFile.bounds`).
+
+    >>> late = LogFile("/l/part-1", 5, 900, 3, late=1, late_time=900, main_min=5, main_max=7)
+    >>> output_maxima(BindingPart(1, 8, 900, files=(late,)))
+    {'main': 7, 'late': 900}
+    """
+    out: dict[str, int] = {}
+    logged = (part.files, part.files, part.error_files, part.health_files)
+    for output, entries in zip(OUTPUTS, logged, strict=True):
+        for f in entries:
+            bounds = f.bounds(output)
+            if bounds is not None:
+                out[output] = max(out.get(output, MIN_TIME), bounds[1])
+    return out
+
+
+def _accumulate(
+    previous: Mapping[str, Mapping[str, int]], parts: Mapping[str, BindingPart]
+) -> dict[str, dict[str, int]]:
+    """Per source and output, the largest time logged up to and including `parts`."""
+    out = {name: dict(maxima) for name, maxima in previous.items()}
+    for name, part in parts.items():
+        acc = out.setdefault(name, {})
+        for output, t in output_maxima(part).items():
+            acc[output] = max(acc.get(output, MIN_TIME), t)
+    return out
+
+
+def _limit(upper: Uppers, source: str, output: str) -> int | None:
+    """The upper the rows of `source`'s `output` must lie below (None: no limit)."""
+    if upper is None or isinstance(upper, int):
+        return upper if output in ("main", "late") else None
+    return upper.get(source, {}).get(output)
+
+
 def resumption_positions(
-    parts: Sequence[Mapping[str, BindingPart]], upper: int | None
+    parts: Sequence[Mapping[str, BindingPart]],
+    upper: Uppers,
+    *,
+    maxima: Sequence[Mapping[str, Mapping[str, int]]] | None = None,
 ) -> dict[str, Any]:
-    """Per source, the position of the last binding whose logged rows all have times
-    ``< upper`` (None = everything is durable downstream): the resumption frontier in
-    source-native positions. `parts` are the bindings' per-source parts, oldest first;
+    """Per source, the position of the last binding up to which every output's logged
+    rows lie below that output's durable upper (`Uppers`: one time for the data rows of
+    every source, or per source and output; None = everything is durable downstream):
+    the resumption frontier in source-native positions. `parts` are the bindings'
+    per-source parts, oldest first (`maxima`: their running `output_maxima`, if known);
     sources with no such binding are left out.
 
-    >>> def part(pos, logged):
-    ...     return {"s": BindingPart(pos, None, 0, SourceState(max_logged=logged))}
-    >>> b = [part(4, 10), part(9, 20)]
+    >>> def part(pos, main, late=None):
+    ...     f = LogFile("/l/p", main, late or main, 2, late=int(late is not None),
+    ...                 late_time=late, main_min=main, main_max=main)
+    ...     return {"s": BindingPart(pos, None, 0, files=(f,))}
+    >>> b = [part(4, 10), part(9, 20, late=1000), part(12, 30)]
     >>> resumption_positions(b, 15), resumption_positions(b, None)
-    ({'s': 4}, {'s': 9})
+    ({'s': 4}, {'s': 12})
+
+    One time for all rows: the late row at 1000 holds everything after it back. Per
+    output, with no exactly-once sink on ``late``, only the main rows count:
+
+    >>> resumption_positions(b, 31), resumption_positions(b, {"s": {"main": 31}})
+    ({'s': 4}, {'s': 12})
     """
+    if maxima is None:
+        running: list[dict[str, dict[str, int]]] = []
+        for sources in parts:
+            running.append(_accumulate(running[-1] if running else {}, sources))
+        maxima = running
     out: dict[str, Any] = {}
     names = set(parts[-1]) if parts else set()
     # From the newest binding back: the common case is found at once.
-    for sources in reversed(parts):
-        for name, part in sources.items():
-            if name not in out and (upper is None or part.state.max_logged < upper):
+    for i in range(len(parts) - 1, -1, -1):
+        for name, part in parts[i].items():
+            if name in out:
+                continue
+            logged = maxima[i].get(name, {})
+            if all(
+                (limit := _limit(upper, name, output)) is None or t < limit
+                for output, t in logged.items()
+            ):
                 out[name] = part.position
         if names <= out.keys():
             break
+    return out
+
+
+def log_gaps(bindings: Sequence[Binding], truncated: Mapping[str, int]) -> dict[str, int]:
+    """Per source whose log no longer holds all it logged, the last tick with an entry
+    its truncation mark (in `truncated`) removed: a replay can start after that tick
+    only (from a checkpoint), not from the beginning.
+
+    >>> def b(tick, t):
+    ...     f = LogFile(f"/l/part-{tick}", t, t, 1)
+    ...     return Binding(tick, t, {"s": BindingPart(tick, t + 1, t, files=(f,))})
+    >>> log_gaps([b(1, 10), b(2, 20), b(3, 30)], {"s": 25}), log_gaps([b(1, 10)], {})
+    ({'s': 2}, {})
+    """
+    out: dict[str, int] = {}
+    for binding in bindings:
+        for name, part in binding.sources.items():
+            mark = truncated.get(name, MIN_TIME)
+            if any(f.max_time < mark for f in part.entries()):
+                out[name] = binding.tick
     return out
 
 
@@ -293,6 +401,8 @@ class BindingLog:
         store.migrate("engine", _MIGRATIONS)
         #: the per-source parts of the bindings loaded or appended by this object
         self._parts: list[dict[str, BindingPart]] = []
+        #: their running `output_maxima` (for `resumption`)
+        self._maxima: list[dict[str, dict[str, int]]] = []
 
     # ------------------------------------------------------------------ owner
     def acquire_lease(self, config: Any) -> Lease:
@@ -384,8 +494,12 @@ class BindingLog:
                 "VALUES (?, ?, ?, ?)",
                 (self.flow, tick, into_time, json.dumps(stored, sort_keys=True)),
             )
-        self._parts.append(binding.sources)
+        self._track(binding.sources)
         return binding
+
+    def _track(self, parts: Mapping[str, BindingPart]) -> None:
+        self._parts.append(dict(parts))
+        self._maxima.append(_accumulate(self._maxima[-1] if self._maxima else {}, parts))
 
     def load(self) -> list[Binding]:
         """All bindings, oldest first."""
@@ -397,16 +511,42 @@ class BindingLog:
             Binding.from_json({"tick": t, "into_time": i, "sources": json.loads(s)})
             for t, i, s in rows
         ]
-        self._parts = [b.sources for b in out]
+        self._parts, self._maxima = [], []
+        for b in out:
+            self._track(b.sources)
         return out
 
     # ------------------------------------------------------------------ resumption
     #: `resumption_positions` (module function), also reachable from the class
     resumption_positions = staticmethod(resumption_positions)
 
-    def resumption(self, upper: int | None) -> dict[str, Any]:
-        """`resumption_positions` over the bindings this object loaded and appended."""
-        return resumption_positions(self._parts, upper)
+    def resumption(self, upper: Uppers) -> dict[str, Any]:
+        """`resumption_positions` over the bindings this object loaded and appended
+        (`upper`: `Uppers`, as `sealtime.engine.commits.durable_upper` gives them)."""
+        return resumption_positions(self._parts, upper, maxima=self._maxima)
+
+    # ------------------------------------------------------------------ catch-ups
+    def note_catch_up(self, after: int, through: int) -> None:
+        """Record that one step covers the bindings ``after + 1 .. through``: a restart
+        found the sinks committed up to tick `after` and its first tick, `through`,
+        processes everything since (a restart again before `through` committed
+        replaces the note: same `after`, a later `through`)."""
+        notes = dict(self.store.kv_get(CATCH_UP, self.flow, {}))
+        notes[str(after)] = through
+        self.store.kv_put(CATCH_UP, self.flow, notes)
+
+    def catch_ups(self) -> list[tuple[int, int]]:
+        """The recorded catch-ups ``(after, through)``, oldest first.
+
+        >>> import tempfile
+        >>> from sealtime.storage import MetadataStore
+        >>> log = BindingLog(MetadataStore.open(tempfile.mkdtemp()), "f")
+        >>> log.note_catch_up(3, 5); log.note_catch_up(3, 6); log.note_catch_up(9, 11)
+        >>> log.catch_ups()
+        [(3, 6), (9, 11)]
+        """
+        notes = self.store.kv_get(CATCH_UP, self.flow, {})
+        return sorted((int(a), int(t)) for a, t in notes.items())
 
     # ------------------------------------------------------------------ checkpoints
     def record_checkpoint(self, tick: int, manifest: Mapping[str, Any]) -> None:

@@ -14,6 +14,17 @@ continue live:
   for a changed graph (a new timer, another period) it gives the new timers' firings —
   Triceps' "replay the input log with fresh timer stamps". Recorded sources the new
   graph dropped are ignored; a non-clocked source that was not recorded is an error.
+* **The commits are part of the record.** A run killed and restarted processes, in
+  the restart's first tick, every binding minted since its sinks last committed: one
+  sink commit where an uninterrupted run makes one per tick. The restart notes that
+  catch-up (`BindingLog.note_catch_up`, `note_catch_up` here), and a replay steps
+  through the noted bindings as one tick (`steps`): its sinks commit exactly the
+  original's ranges, interruptions included.
+* **A replay starts where the log reaches back.** From the beginning when every
+  recorded binding's log files are still there (`sealtime.engine.retention`); else
+  from a checkpoint of the original (`from_checkpoint`), whose state is linked into the
+  new data dir with the bindings up to it (`import_checkpoint`), the bindings after it
+  replayed. One that cannot reach back far enough is refused, naming the setting.
 * **The hand-over is part of the record.** A replay-then-live writes a marker
   (`MARKER`) in the new metadata store before its first binding: the original, its
   tick count ``n`` and ``then_live``. Tick ``n + 1`` is the first live tick: its
@@ -34,29 +45,39 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, PlanError, StateError
+from ..errors import ConfigError, LogRetentionError, PlanError, StateError
+from ..plan import Plan, SourceOutput
+from ..plan import Source as SourceNode
 from ..sources.base import Source
 from ..sources.timer import ClockedSource, HandOverReader
 from ..storage.fs import DataFS
 from ..storage.metadata import MetadataStore
-from .bindings import Binding, BindingLog, BindingPart
+from ..storage.ownership import epoch_name
+from ..time.order import MIN_TIME
+from .bindings import Binding, BindingLog, BindingPart, log_gaps
+from .frontiers import FrontierTracker
 from .ingest import SourceRuntime
 from .ingest_log import LogFile
+from .retention import TRUNCATION
 
 __all__ = [
     "MARKER",
     "ReplayPlan",
     "ReplayState",
+    "frontiers_after",
     "hand_over",
     "hand_over_tick",
+    "import_checkpoint",
     "link_part",
+    "note_catch_up",
     "open_live",
     "read_marker",
     "restamped",
+    "steps",
     "write_marker",
 ]
 
@@ -66,9 +87,14 @@ MARKER = "replay"
 
 @dataclass(frozen=True)
 class ReplayPlan:
-    """What a replay replays: the original's bindings (oldest first), and where the
-    original itself handed over from a replay to live input (tick, or None) so a
-    changed-graph replay restamps that hand-over too."""
+    """What a replay replays: the original's bindings as the replay steps through them
+    (`steps`: a restart's catch-up as one tick), and where the original itself handed
+    over from a replay to live input (tick, or None) so a changed-graph replay restamps
+    that hand-over too.
+
+    A replay from a checkpoint (`start` > 0) takes the original's state at tick `start`
+    (`checkpoint`, its manifest) and the bindings up to it as they are, and replays the
+    ones after it."""
 
     from_dir: str
     name: str
@@ -79,12 +105,30 @@ class ReplayPlan:
     fingerprint: list[str] | None = None
     #: the original's metadata store URL (None: SQLite in `from_dir`)
     metadata: str | None = None
+    #: the original's tick whose checkpoint the replay starts from (0: the beginning)
+    start: int = 0
+    #: that checkpoint's manifest
+    checkpoint: dict[str, Any] | None = None
+    #: the original's truncation marks (per source, the time its log starts at)
+    marks: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: how many bindings the original recorded (`ticks` counts a catch-up as one)
+    recorded: int = 0
 
     @classmethod
     def load(
-        cls, from_dir: str, name: str, *, metadata: str | None = None, then_live: bool = False
+        cls,
+        from_dir: str,
+        name: str,
+        *,
+        metadata: str | None = None,
+        then_live: bool = False,
+        from_checkpoint: int | str | None = None,
     ) -> ReplayPlan:
-        """Read the original's bindings, plan and marker (the store is closed after)."""
+        """Read the original's bindings, catch-ups, checkpoints, plan and marker (the
+        store is closed after). `from_checkpoint`: None replays from the beginning,
+        which needs the whole log; ``"latest"`` or a tick starts from that recorded
+        checkpoint. A start the log cannot serve is a `LogRetentionError` naming the
+        setting and the fix."""
         store = MetadataStore.open(metadata or from_dir)
         try:
             log = BindingLog(store, name)
@@ -94,22 +138,28 @@ class ReplayPlan:
                     f"replay: no bindings for dataflow {name!r} in {from_dir}; "
                     "pass the data_dir (and name=) of the run to replay"
                 )
-            if store.kv_get("log-truncation", name):
-                raise ConfigError(
-                    f"replay: the log in {from_dir} was truncated behind a checkpoint; "
-                    "replaying from the beginning needs a run with truncate_log=False"
-                )
+            marks = dict(store.kv_get(TRUNCATION, name, {}))
+            gaps = log_gaps(bindings, marks)
+            checkpoints = dict(log.checkpoints())
+            start, manifest = _start(from_dir, name, from_checkpoint, gaps, marks, checkpoints)
+            replayed, step_of = steps(bindings, log.catch_ups(), start)
             recorded = hand_over_tick(read_marker(store, name))
-            if recorded is not None and recorded > len(bindings):
-                recorded = None  # it never handed over (stopped before its first live tick)
+            if recorded is not None:
+                # (beyond the bindings: it never handed over — stopped before its first
+                # live tick)
+                recorded = step_of[recorded - 1] if recorded <= len(bindings) else None
             return cls(
                 from_dir,
                 name,
-                bindings,
+                replayed,
                 then_live,
                 recorded,
                 store.kv_get("dataflow-plan", name),
                 metadata,
+                start,
+                manifest,
+                marks,
+                len(bindings),
             )
         finally:
             store.close()
@@ -125,6 +175,7 @@ class ReplayPlan:
             "ticks": self.ticks,
             "then_live": self.then_live,
             "metadata": self.metadata,
+            "start": self.start,
         }
 
     def check_sources(self, flow_name: str, sources: Iterable[tuple[str, Source]]) -> None:
@@ -139,6 +190,183 @@ class ReplayPlan:
                     "replayed graph may add operators, sinks and timers, but its other "
                     "sources must be the recorded ones"
                 )
+
+    def check_checkpoint(self, flow_name: str, fingerprint: list[str]) -> None:
+        """A replay from a checkpoint restores the original's operator state: only the
+        graph that wrote it can take it."""
+        if self.start and self.fingerprint is not None and self.fingerprint != fingerprint:
+            raise PlanError(
+                f"replay: Dataflow({flow_name!r}) differs from the graph that wrote the "
+                f"checkpoint at tick {self.start} in {self.from_dir}, so it cannot take "
+                "that checkpoint's state; replay a changed graph from the beginning "
+                "(without from_checkpoint), which needs the original's whole log"
+            )
+
+
+def _start(
+    from_dir: str,
+    name: str,
+    from_checkpoint: int | str | None,
+    gaps: Mapping[str, int],
+    marks: Mapping[str, int],
+    checkpoints: Mapping[int, dict[str, Any]],
+) -> tuple[int, dict[str, Any] | None]:
+    """The tick a replay starts after (0: the beginning) and its checkpoint's manifest,
+    or a `LogRetentionError` saying why the log cannot serve it and what to do."""
+    recorded = sorted(checkpoints)
+    if from_checkpoint is None:
+        if not gaps:
+            return 0, None
+        source, tick = max(gaps.items(), key=lambda kv: kv[1])
+        usable = [t for t in recorded if t >= max(gaps.values())]
+        hint = (
+            f"replay from its checkpoint at tick {usable[-1]} instead (sealtime replay "
+            "--from-checkpoint latest, Dataflow.replay(..., from_checkpoint='latest')): its "
+            "sinks then receive the commits after that tick; "
+            if usable
+            else ""
+        )
+        raise LogRetentionError(
+            f"replay: the ingest log of source {source!r} in {from_dir} no longer reaches "
+            f"back to the beginning (times before {marks[source]} were removed behind a "
+            f"checkpoint, up to tick {tick}: retain_history); {hint}to replay whole runs, "
+            "keep their log longer: Dataflow.source(..., retain_history='7d') or None for "
+            "all of it (SQL: RETAIN HISTORY), or Dataflow(truncate_log=False)"
+        )
+    if from_checkpoint == "latest":
+        if not recorded:
+            raise LogRetentionError(
+                f"replay: dataflow {name!r} in {from_dir} has recorded no checkpoint; "
+                "replay from the beginning (without from_checkpoint), or let the run write "
+                "checkpoints: Dataflow(checkpoint_every=N)"
+            )
+        tick = recorded[-1]
+    else:
+        try:
+            tick = int(from_checkpoint)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"replay(from_checkpoint={from_checkpoint!r}): give a checkpoint's tick or "
+                f"'latest' (recorded: {recorded or 'none'})"
+            ) from None
+        if tick not in checkpoints:
+            raise LogRetentionError(
+                f"replay: dataflow {name!r} in {from_dir} has no checkpoint at tick {tick} "
+                f"(recorded: {recorded or 'none'}; a run keeps its newest one); replay from "
+                "one of those, or from the beginning while the log reaches back"
+            )
+    later = {s: t for s, t in gaps.items() if t > tick}
+    if later:
+        source = next(iter(later))
+        raise LogRetentionError(
+            f"replay: the ingest log of source {source!r} in {from_dir} lost entries after "
+            f"the checkpoint at tick {tick} (up to tick {later[source]}); replay from a "
+            "later checkpoint"
+        )
+    return tick, checkpoints[tick]
+
+
+def steps(
+    bindings: Sequence[Binding], catch_ups: Sequence[tuple[int, int]], start: int = 0
+) -> tuple[list[Binding], list[int]]:
+    """The bindings as a replay steps through them, and per original tick the replay's
+    tick that covers it. A catch-up ``(after, through)`` — a restart's first tick
+    processed the bindings ``after + 1 .. through`` in one step — becomes one binding:
+    the last one's times, positions and state, every one's log entries. The first
+    `start` bindings (up to a checkpoint the replay starts from) stay as they are.
+
+    >>> def b(tick):
+    ...     f = LogFile(f"/l/part-{tick}", tick, tick, 1)
+    ...     return Binding(tick, tick * 10, {"s": BindingPart(tick, tick + 1, tick * 10, files=(f,))})
+    >>> out, of = steps([b(t) for t in range(1, 6)], [(1, 3)])
+    >>> [(x.tick, x.into_time, len(x.sources["s"].files)) for x in out], of
+    ([(1, 10, 1), (2, 30, 2), (3, 40, 1), (4, 50, 1)], [1, 2, 2, 3, 4])
+    """
+    through = {after: last for after, last in catch_ups if after >= start}
+    out: list[Binding] = list(bindings[:start])
+    step_of = list(range(1, start + 1))
+    i = start
+    while i < len(bindings):
+        last = max(i + 1, min(through.get(i, i + 1), len(bindings)))
+        group = bindings[i:last]
+        out.append(_merged(group, len(out) + 1))
+        step_of += [len(out)] * len(group)
+        i = last
+    return out, step_of
+
+
+def _merged(group: Sequence[Binding], tick: int) -> Binding:
+    """`group`'s bindings as one binding numbered `tick` (see `steps`)."""
+    last = group[-1]
+    parts = {}
+    for name, part in last.sources.items():
+        earlier = [b.sources[name] for b in group[:-1] if name in b.sources]
+        parts[name] = dataclasses.replace(
+            part,
+            files=tuple(f for p in [*earlier, part] for f in p.files),
+            error_files=tuple(f for p in [*earlier, part] for f in p.error_files),
+            health_files=tuple(f for p in [*earlier, part] for f in p.health_files),
+        )
+    return Binding(tick, last.into_time, parts)
+
+
+def frontiers_after(plan: Plan, binding: Binding) -> dict[int, int | None]:
+    """The frontier at every node of `plan` once `binding`'s tick ran: what its sealed
+    ranges reached. The roots follow the binding as in `Engine.tick`: a source's own
+    frontier, a side output's the binding time plus one (empty once the source ended).
+
+    >>> from pyspark.sql import types as T
+    >>> from sealtime.plan import Plan, RunConfig, SideOutput, Source, SourceOutput
+    >>> from sealtime.sources import Rows
+    >>> schema = T.StructType([T.StructField("k", T.StringType())])
+    >>> s = Source(id=0, name="s", inputs=(), schema=schema, source=Rows({"k": "string"}, []))
+    >>> late = SourceOutput(id=1, name="s.late", inputs=(s,), schema=schema,
+    ...                     output=SideOutput.LATE)
+    >>> plan = Plan((s, late), (), RunConfig("f", "/tmp/f"))
+    >>> frontiers_after(plan, Binding(1, 100, {"s": BindingPart(1, 50, 100)}))
+    {0: 50, 1: 101}
+    """
+    roots: dict[int, int | None] = {}
+    for node in plan.nodes:
+        part = None
+        if isinstance(node, SourceNode):
+            part = binding.sources.get(node.name)
+            roots[node.id] = MIN_TIME if part is None else part.frontier
+        elif isinstance(node, SourceOutput):
+            part = binding.sources.get(node.source.name)
+            exhausted = part is not None and part.state.exhausted
+            roots[node.id] = None if exhausted else binding.into_time + 1
+    return FrontierTracker(plan.graph()).advance(roots)
+
+
+def note_catch_up(log: BindingLog, plan: Plan, stored: Sequence[Binding]) -> int | None:
+    """At a restart: note which bindings the first tick will process in one step — those
+    after the last tick whose sealed ranges every exactly-once sink has committed
+    (found from the sinks' durable uppers and the frontiers each binding sealed, by
+    bisection). Returns that tick, or None when nothing is caught up (no sink to
+    reproduce, or all committed). With sinks at different uppers (a crash between two
+    sinks' commits of one tick) the least one decides (docs/durability.md)."""
+    sinks = [(node.id, sink.durable_upper()) for node, sink in plan.sinks if sink.exactly_once]
+    if not sinks or not stored:
+        return None
+
+    def committed(tick: int) -> bool:
+        if tick == 0:
+            return True
+        sealed = frontiers_after(plan, stored[tick - 1])
+        return all(
+            upper is None or (sealed[nid] is not None and sealed[nid] <= upper)
+            for nid, upper in sinks
+        )
+
+    lo, hi = 0, len(stored)  # committed(lo) holds; find the largest tick that does
+    if committed(hi):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if committed(mid) else (lo, mid)
+    log.note_catch_up(stored[lo - 1].tick if lo else 0, stored[-1].tick + 1)
+    return lo
 
 
 @dataclass
@@ -169,53 +397,61 @@ class ReplayState:
 
     @classmethod
     def open(
-        cls,
-        store: MetadataStore,
-        flow: str,
-        plan: ReplayPlan | None,
-        stored: list[Binding],
-        sources: Iterable[tuple[str, Source]],
-    ) -> ReplayState:
-        """The replay state of `flow`'s data dir: `plan` when this run was asked to
-        replay, else what a marker left by an earlier run says. A data dir holding a
-        replay keeps a marker, so a restart continues an interrupted replay, hands over
-        if the replay finished just before, or refuses to run a finished replay-only
-        dir (`check_can_tick`)."""
+        cls, log: BindingLog, plan: Plan, replay: ReplayPlan | None
+    ) -> tuple[ReplayState, list[Binding]]:
+        """The replay state of the data dir `log` belongs to, and its stored bindings:
+        `replay` when this run was asked to replay, else what a marker left by an
+        earlier run says. A data dir holding a replay keeps a marker, so a restart
+        continues an interrupted replay, hands over if the replay finished just before,
+        or refuses to run a finished replay-only dir (`check_can_tick`). A replay from a
+        checkpoint starts by importing it (`import_checkpoint`). A restart notes its
+        catch-up (`note_catch_up`)."""
+        store, flow = log.store, log.flow
+        stored = log.load()
+        sources = [(n.name, n.source) for n in plan.sources()]
         marker = read_marker(store, flow)
-        if plan is not None:
+        if replay is not None:
             same = marker is not None and (marker["from"], marker["name"]) == (
-                plan.from_dir,
-                plan.name,
+                replay.from_dir,
+                replay.name,
             )
             if stored and not same:
                 raise PlanError(
                     f"replay: Dataflow({flow!r}) already has {len(stored)} bindings in its "
                     "data_dir; replay into a new, empty data_dir"
                 )
-            plan.check_sources(flow, sources)
+            replay.check_sources(flow, sources)
+            replay.check_checkpoint(flow, plan.fingerprint())
             if not stored or len(stored) < marker["ticks"]:
                 # (a resumed replay keeps the tick count it started with)
-                ticks = marker["ticks"] if stored else plan.ticks
-                plan = dataclasses.replace(plan, bindings=plan.bindings[:ticks])
-                write_marker(store, flow, plan)
-                marker = plan.marker()
+                ticks = marker["ticks"] if stored else replay.ticks
+                replay = dataclasses.replace(replay, bindings=replay.bindings[:ticks])
+                if stored or not replay.start:
+                    write_marker(store, flow, replay)
+                else:
+                    import_checkpoint(replay, log, plan.config.data_dir)
+                    stored = log.load()
+                marker = replay.marker()
         elif marker is not None and len(stored) < marker["ticks"]:
-            plan = ReplayPlan.load(
+            replay = ReplayPlan.load(
                 marker["from"],
                 marker["name"],
                 metadata=marker.get("metadata"),
                 then_live=marker["then_live"],
+                from_checkpoint=marker.get("start") or None,
             )
         state = cls(
-            plan=plan,
+            plan=replay,
             replay_ticks=0 if marker is None else int(marker["ticks"]),
             then_live=bool(marker and marker["then_live"]),
             hand_over_at=hand_over_tick(marker),
         )
-        if plan is not None and len(stored) < state.replay_ticks:
-            state.bindings = plan.bindings[: state.replay_ticks]
-            state.restamp_hand_over = plan.recorded_hand_over
-        return state
+        if replay is not None and len(stored) < state.replay_ticks:
+            state.bindings = replay.bindings[: state.replay_ticks]
+            state.restamp_hand_over = replay.recorded_hand_over
+        if stored and not plan.config.live:
+            note_catch_up(log, plan, stored)
+        return state, stored
 
     def replaying(self, tick_no: int) -> bool:
         """Do recorded ticks remain to be replayed after tick `tick_no`?"""
@@ -273,6 +509,114 @@ def restamped(source: Source) -> bool:
     (True, False)
     """
     return isinstance(source, ClockedSource)
+
+
+def import_checkpoint(replay: ReplayPlan, log: BindingLog, data_dir: str) -> None:
+    """Make the new, empty data dir `data_dir` (its store behind `log`) what the
+    original was right after the checkpoint `replay` starts from, so the engine resumes
+    it as after a restart and replays the bindings after it:
+
+    * the files the checkpoint needs are hard-linked (copied across filesystems) into
+      the new data dir: its operators' state directories (arrangement runs of the
+      epoch that wrote the checkpoint, linked as a data dir without owners has them, so
+      the new owner adopts them and later deletes them like any older epoch's), and
+      every file the manifest names (its frames, held-back updates), with the manifest's
+      paths moved to the new data dir;
+    * the bindings up to the checkpoint, their log files linked (those the original's
+      truncation removed are left out, as a restart leaves them out), the truncation
+      marks, the checkpoint and the replay's marker are recorded in one transaction.
+
+    The original may be running: if its checkpoint was replaced while the files were
+    linked, the import is refused (run the replay again)."""
+    assert replay.checkpoint is not None
+    old = DataFS.from_uri(replay.from_dir, setting="replay(from_data_dir)")
+    new = DataFS.from_uri(data_dir, setting="Dataflow(data_dir)")
+    epochs: set[int] = set()
+    paths: set[str] = set()
+    manifest = _rehome(replay.checkpoint, old, new, epochs, paths)
+    dirs = {epoch_name(e) for e in epochs}
+    for entry in old.list("state", recursive=True):
+        parts = entry.rel.split("/")
+        other = [p for p in parts if _epoch_dir(p) and p not in dirs]
+        if entry.is_dir or other:
+            continue  # (another epoch's runs: not the checkpoint's)
+        new.link_or_copy(old.join(entry.rel), "/".join(p for p in parts if p not in dirs))
+    for rel in sorted(paths):
+        if old.is_dir(rel):
+            for entry in old.list(rel, recursive=True):
+                if not entry.is_dir:
+                    new.link_or_copy(old.join(entry.rel), entry.rel)
+        elif old.exists(rel):
+            new.link_or_copy(old.join(rel), rel)
+    imported = []
+    for binding in replay.bindings[: replay.start]:
+        parts = {}
+        for name, part in binding.sources.items():
+            mark = replay.marks.get(name, MIN_TIME)
+            kept = {
+                k: tuple(f for f in getattr(part, k) if f.max_time >= mark)
+                for k in ("files", "error_files", "health_files")
+            }
+            parts[name] = link_part(dataclasses.replace(part, **kept), new.join("log", name))
+        imported.append((binding.tick, binding.into_time, parts))
+    _check_still_recorded(replay)
+    with log.store.transaction():
+        write_marker(log.store, log.flow, replay)
+        for tick, into, parts in imported:
+            log.append(tick, into, parts)
+        log.store.kv_put(TRUNCATION, log.flow, replay.marks)
+        log.record_checkpoint(replay.start, manifest)
+
+
+def _epoch_dir(name: str) -> bool:
+    """Is `name` an epoch's directory (``e<k>``)?"""
+    return len(name) > 1 and name[0] == "e" and name[1:].isdigit()
+
+
+def _rehome(value: Any, old: DataFS, new: DataFS, epochs: set[int], paths: set[str]) -> Any:
+    """A checkpoint manifest (JSON) of `old` as `new` holds it after the import: paths
+    under `old` moved to `new` (collected in `paths`), arrangement states (a
+    ``version``, ``partitions`` and ``epoch``) read from the layout without owners
+    (their epochs collected in `epochs`).
+
+    >>> old, new = DataFS.from_uri("/o"), DataFS.from_uri("/n")
+    >>> e, p = set(), set()
+    >>> m = {"directory": "/o/checkpoints/3", "ops": [{"version": 2, "partitions": 1,
+    ...      "epoch": 4}], "schema": "{}"}
+    >>> _rehome(m, old, new, e, p), e, p
+    ({'directory': '/n/checkpoints/3', 'ops': [{'version': 2, 'partitions': 1, 'epoch': None}], 'schema': '{}'}, {4}, {'checkpoints/3'})
+    """
+    if isinstance(value, dict):
+        out = {k: _rehome(v, old, new, epochs, paths) for k, v in value.items()}
+        if {"version", "partitions", "epoch"} <= out.keys() and out["epoch"] is not None:
+            epochs.add(int(out["epoch"]))
+            out["epoch"] = None
+        return out
+    if isinstance(value, list):
+        return [_rehome(v, old, new, epochs, paths) for v in value]
+    if isinstance(value, str) and (value.startswith(("/", "file:")) or "://" in value):
+        rel = old.rel(value)
+        if rel:
+            paths.add(rel)
+            return new.join(rel)
+    return value
+
+
+def _check_still_recorded(replay: ReplayPlan) -> None:
+    """The original still records the checkpoint whose files were just linked (so none
+    of them was deleted meanwhile: a run deletes a checkpoint's files only after it
+    recorded a newer one)."""
+    store = MetadataStore.open(replay.metadata or replay.from_dir)
+    try:
+        ticks = [t for t, _ in BindingLog(store, replay.name).checkpoints()]
+    finally:
+        store.close()
+    if replay.start not in ticks:
+        raise StateError(
+            f"replay: the run in {replay.from_dir} replaced its checkpoint at tick "
+            f"{replay.start} (now {ticks or 'none'}) while it was being copied; replay "
+            "again into a new, empty data_dir (it starts from the newest checkpoint)"
+        )
 
 
 def link_part(part: BindingPart, log_dir: str) -> BindingPart:

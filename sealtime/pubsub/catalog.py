@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from sealtime.columns import DIFF
 from sealtime.errors import ConfigError, NotFoundError
+from sealtime.locations import existing_sqlite_path
 from sealtime.net import Address, parse_address
 from sealtime.pubsub.history import InMemoryHistory
 from sealtime.pubsub.publisher import Publisher
@@ -51,7 +52,6 @@ from sealtime.pubsub.subscriber import (
     Subscription,
     subscribe_view,
 )
-from sealtime.storage.metadata import existing_sqlite_path
 
 __all__ = [
     "CATALOG_SCHEMA",

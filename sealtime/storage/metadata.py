@@ -55,6 +55,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MetadataStoreError
+from ..locations import DEFAULT_SQLITE_FILENAME, existing_sqlite_path, sqlite_path
 
 __all__ = [
     "DEFAULT_SQLITE_FILENAME",
@@ -67,43 +68,6 @@ __all__ = [
     "redact_url",
     "sqlite_path",
 ]
-
-#: File name used when `MetadataStore.open` is given an existing directory.
-DEFAULT_SQLITE_FILENAME = "metadata.sqlite"
-
-
-def sqlite_path(where: str | os.PathLike[str]) -> str:
-    """The SQLite file of a metadata location: a data dir (its ``metadata.sqlite``), a
-    ``sqlite:///path`` URL or the path itself. The one reading of a location for every
-    SQLite reader (the store, the pub-sub catalog, ``sealtime status``).
-
-    >>> import tempfile
-    >>> d = tempfile.mkdtemp()
-    >>> sqlite_path(d) == os.path.join(d, "metadata.sqlite"), sqlite_path("sqlite:///m.db")
-    (True, 'm.db')
-    """
-    text = os.fspath(where)
-    if text.lower().startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    return os.path.join(text, DEFAULT_SQLITE_FILENAME) if os.path.isdir(text) else text
-
-
-def existing_sqlite_path(where: str | os.PathLike[str], reader: str, fix: str) -> str:
-    """`sqlite_path` of `where` for a reader that must not create the store: a missing
-    file is a `FileNotFoundError` naming the `reader`, the path expected and the `fix`.
-
-    >>> existing_sqlite_path("/nonexistent", "sealtime status", "pass the job's --data-dir")
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: sealtime status: no metadata store in '/nonexistent' (expected /nonexistent); pass the job's --data-dir
-    """
-    path = sqlite_path(where)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"{reader}: no metadata store in {os.fspath(where)!r} (expected {path}); {fix}"
-        )
-    return path
-
 
 #: A migration step: portable SQL text, or a callable run inside the migration transaction.
 Migration = str | Callable[["Transaction"], None]

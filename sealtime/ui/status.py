@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..engine.frontiers import FrontierTracker, output_frontier
+from ..locations import existing_sqlite_path
 from ..plan import GRAPH_NAMESPACE, GraphNode
-from ..storage.metadata import existing_sqlite_path
 from ..storage.ownership import Owner, ProcessIdentity, database_clock, read_owners
 
 __all__ = ["collect_status", "format_status", "status_cmd"]

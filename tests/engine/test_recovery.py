@@ -35,7 +35,9 @@ def write_input(directory: Path, files: int = 6, per_file: int = 40) -> None:
     )
 
 
-def build(spark, data_dir, input_dir, *, ck=None, truncate=True, metadata=None, name="r"):
+def build(
+    spark, data_dir, input_dir, *, ck=None, truncate=True, metadata=None, name="r", retain=...
+):
     flow = st.Dataflow(
         name,
         data_dir=str(data_dir),
@@ -46,7 +48,7 @@ def build(spark, data_dir, input_dir, *, ck=None, truncate=True, metadata=None, 
         record=False,
     )
     src = st.sources.Files(str(input_dir), schema=SCHEMA, finite=True, settle=0, max_per_read=40)
-    s = flow.source("s", src, time="ts", lateness="1s")
+    s = flow.source("s", src, time="ts", lateness="1s", retain_history=retain)
     win = s.window(st.Tumbling("5s")).aggregate(by="k", n=st.count(), top=st.max("v"))
     totals = s.aggregate(by="k", total=st.sum("v"))  # retractions on every change
     win.sink(st.sinks.Persist("windows"))
@@ -114,7 +116,8 @@ def test_postgres_metadata_same_code_path(spark, inputs, uninterrupted, tmp_path
 
 
 def test_checkpoints_truncate_the_log(spark, inputs, uninterrupted, tmp_path):
-    flow = build(spark, tmp_path, inputs, ck=2)
+    # (retain_history=0: only what recovery needs is kept)
+    flow = build(spark, tmp_path, inputs, ck=2, retain=0)
     flow.run(ticks=4)
     log = tmp_path / "log" / "s"
     kept = sorted(p.name for p in log.iterdir() if p.name.endswith(".parquet"))
@@ -122,7 +125,7 @@ def test_checkpoints_truncate_the_log(spark, inputs, uninterrupted, tmp_path):
     assert sum(len(f) for f in written) > len(kept), "no log file was truncated"
     # Only one checkpoint is kept.
     assert len(BindingLog(flow.metadata_store, "r").checkpoints()) == 1
-    flow = build(spark, tmp_path, inputs, ck=2)
+    flow = build(spark, tmp_path, inputs, ck=2, retain=0)
     flow.run()
     assert content(flow) == uninterrupted
     flow.close()
@@ -147,9 +150,9 @@ def test_replay_reproduces_the_commits_bit_for_bit(spark, inputs, tmp_path):
 
 
 def test_replay_refuses_a_truncated_log(spark, inputs, tmp_path):
-    original = build(spark, tmp_path / "a", inputs, ck=2)
+    original = build(spark, tmp_path / "a", inputs, ck=2, retain=0)
     original.run()
-    with pytest.raises(ValueError, match="truncate_log=False"):
+    with pytest.raises(ValueError, match="retain_history"):
         build(spark, tmp_path / "b", inputs).replay(tmp_path / "a")
 
 
