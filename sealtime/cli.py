@@ -6,6 +6,13 @@ sealtime demo [--seconds 30] [--data-dir DIR] [--rate 5000]
 second one into the same dir exits with status 3 and a message naming the owner; an
 owner fenced by a takeover exits with status 4. ``--lease`` sets the lease length,
 ``--takeover`` replaces a live owner (which is fenced).
+
+Every command runs through `sealtime.summaries.run_command`: Spark's and Python's
+diagnostics go to ``<data dir>/logs/<command>.log``, and a failure prints one line first
+(what failed, the path or setting, the errno, the fix) and then where its full trace
+is; ``--verbose`` prints everything on the terminal instead. ``replay
+--from-checkpoint latest|TICK`` starts from a checkpoint of the original when its log no
+longer reaches back to the beginning (``retain_history``, docs/durability.md).
 """
 
 from __future__ import annotations
@@ -40,8 +47,14 @@ def demo(args: argparse.Namespace) -> int:
     from sealtime.sources.generator import CHANNELS, Generator
 
     data_dir = os.path.abspath(args.data_dir)
-    # The demo owns its data directory and starts fresh each time.
-    shutil.rmtree(data_dir, ignore_errors=True)
+    # The demo owns its data directory and starts fresh each time (its log stays).
+    for name in os.listdir(data_dir) if os.path.isdir(data_dir) else []:
+        if name != "logs":
+            path = os.path.join(data_dir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
     print(f"sealtime demo: local Spark, data in {data_dir}; starting Spark…", flush=True)
     flow = st.Dataflow("demo", data_dir=data_dir, tick=args.tick, record=False)
     gen = Generator(
@@ -204,6 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rp.add_argument(
         "--ticks", type=int, default=None, help="with --then-live: stop after N live ticks"
     )
+    rp.add_argument(
+        "--from-checkpoint",
+        default=None,
+        metavar="latest|TICK",
+        help="start from that checkpoint of the run (its log no longer reaches back to the "
+        "beginning: retain_history); its sinks receive the commits after it",
+    )
     _ownership_options(rp)
     d = sub.add_parser(
         "demo", help="run a live generator -> windows -> join pipeline on local Spark"
@@ -239,21 +259,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     q.add_argument("--data-dir", required=True)
     q.add_argument("--name", default="sql", help="the dataflow's name in the data dir")
+    for command in sub.choices.values():
+        command.add_argument(
+            "--verbose",
+            action="store_true",
+            help="print diagnostics and a failure's full trace here, not only in "
+            "<data dir>/logs/<command>.log",
+        )
     args = parser.parse_args(argv)
-    if args.command in ("run", "replay", "serve"):
-        from .errors import DataDirOwnedError, FencedError
-        from .storage.ownership import lease_settings
+    from .summaries import run_command
 
-        try:
+    def body() -> int:
+        if args.command in ("run", "replay", "serve"):
+            from .storage.ownership import lease_settings
+
             with lease_settings(lease=args.lease, takeover=args.takeover):
                 return _dispatch(args)
-        except DataDirOwnedError as e:
-            print(f"sealtime {args.command}: refused: {e}", file=sys.stderr, flush=True)
-            return 3
-        except FencedError as e:
-            print(f"sealtime {args.command}: stopped: {e}", file=sys.stderr, flush=True)
-            return 4
-    return _dispatch(args)
+        return _dispatch(args)
+
+    # (the commands that write a data dir keep their log in it)
+    writes = args.command in ("run", "replay", "serve", "sql", "demo")
+    return run_command(
+        args.command,
+        body,
+        data_dir=getattr(args, "data_dir", None) if writes else None,
+        verbose=args.verbose,
+    )
 
 
 def _ownership_options(p: argparse.ArgumentParser) -> None:
@@ -317,6 +348,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             ticks=args.ticks,
             forever=args.then_live and args.ticks is None,
             out=sys.stdout,
+            from_checkpoint=args.from_checkpoint,
         )
         return 0
     if args.command == "demo":

@@ -7,8 +7,10 @@ A job is a function that builds a dataflow in a given data directory::
 named ``"package.module:build"`` or ``"path/to/file.py:build"``. ``sealtime run JOB
 --data-dir D`` runs it; killed and run again on the same ``D``, it resumes from its
 bindings, checkpoint and log. ``sealtime replay JOB --from D --data-dir NEW`` re-runs
-it from D's log with D's bindings (tick by tick, the same times), so its sinks in NEW
-receive exactly the original commits; with ``--then-live`` it then hands over to live
+it from D's log with D's bindings (tick by tick, the same times, a restart's catch-up as
+one tick), so its sinks in NEW receive exactly the original commits — from D's beginning
+while its log reaches back (a day by default: ``retain_history``), or from one of its
+checkpoints with ``--from-checkpoint``; with ``--then-live`` it then hands over to live
 input (``time_reset``, timer gap policies) and runs on like ``sealtime run``. NEW may
 be built by a changed job (more operators, sinks, timers): timers are restamped.
 
@@ -86,12 +88,16 @@ def run_job(
         if out is None:
             reports = flow.run(ticks=ticks, forever=forever)
         else:
-            from .ui.progress import TickProgress
+            from .ui.progress import Phase, TickProgress
 
-            # Catch-up after a restart and a backfill of many files show as a progress bar
-            # on a terminal (a plain line every 10 ticks otherwise).
-            what = "catch-up" if engine.recovered_from else "run"
-            with TickProgress(what, total_ticks=ticks, file=out) as bar:
+            # A progress bar on a terminal (a plain line every 10 ticks otherwise, and
+            # one whenever the phase changes): "catch-up" while the run catches up.
+            phase = Phase(
+                backlog_through=_backlog_through(flow),
+                clock_ms=engine.clock_ms,
+                tick_ms=flow.tick_ms,
+            )
+            with TickProgress("run", total_ticks=ticks, file=out, label=phase) as bar:
                 reports = flow.run(ticks=ticks, forever=forever, on_tick=bar)
         if out is not None:
             frontier = reports[-1].frontier if reports else "-"
@@ -102,6 +108,22 @@ def run_job(
     finally:
         flow.close()
     return 0
+
+
+def _backlog_through(flow: Any) -> int | None:
+    """The last tick of the backlog a restart recorded (None: not a restart, or nothing
+    to catch up): its first tick processes the bindings minted but not committed before
+    the crash (`BindingLog.catch_ups`) and the log since the checkpoint."""
+    from .engine.bindings import BindingLog
+
+    recovered = flow.engine.recovered_from
+    if not recovered:
+        return None
+    ticks = int(recovered["ticks"])
+    notes = [t for _, t in BindingLog(flow.metadata_store, flow.name).catch_ups() if t > ticks]
+    if notes or recovered.get("checkpoint", 0) < ticks:
+        return max([ticks + 1, *notes])
+    return None
 
 
 def _explain_fencing(engine: Any, exc: Exception) -> None:
@@ -129,11 +151,14 @@ def replay_job(
     ticks: int | None = None,
     forever: bool = False,
     out: TextIO | None = None,
+    from_checkpoint: int | str | None = None,
 ) -> list[Any]:
     """Build the job in the new `data_dir` and replay `from_dir`'s log into it, showing
     progress (tick i of n, frontier, rows/s) on `out`. With `then_live`, continue with
     live input afterwards: `ticks` live ticks, or `forever`, or until the sources end.
-    Returns the replayed ticks' reports followed by the live ones."""
+    `from_checkpoint` (``"latest"`` or a tick) starts from that checkpoint of the run
+    instead of its beginning (`Dataflow.replay`). Returns the replayed ticks' reports
+    followed by the live ones."""
     flow = load_job(spec)(data_dir)
     from .ui.progress import TickProgress
 
@@ -146,11 +171,12 @@ def replay_job(
             bar(report)
 
     try:
+        options = {"name": name, "then_live": then_live, "from_checkpoint": from_checkpoint}
         if bar is not None:
             with bar:
-                reports = flow.replay(from_dir, name=name, then_live=then_live, on_tick=progress)
+                reports = flow.replay(from_dir, on_tick=progress, **options)
         else:
-            reports = flow.replay(from_dir, name=name, then_live=then_live)
+            reports = flow.replay(from_dir, **options)
         if out is not None:
             print(f"replayed {len(reports)} ticks into {flow.data_dir}", file=out, flush=True)
         if then_live:

@@ -63,8 +63,7 @@ def serve(args: argparse.Namespace, out: Any = None) -> int:
             ui = service.flow.serve_ui(args.host, args.http_port)
             print(f"web view: {ui.url}", file=out, flush=True)
         print(
-            f"sealtime serve: {service.settings.name} on {args.data_dir}; "
-            f'psql "{server.dsn()}"',
+            f'sealtime serve: {service.settings.name} on {args.data_dir}; psql "{server.dsn()}"',
             file=out,
             flush=True,
         )
@@ -73,8 +72,9 @@ def serve(args: argparse.Namespace, out: Any = None) -> int:
             signal.signal(sig, lambda *_: stop.set())
         while not stop.wait(0.5):
             if service.failure is not None:
-                print(f"sealtime serve: stopped: {service.failure}", file=sys.stderr, flush=True)
-                return 4
+                # (`sealtime.summaries.run_command`, the command's entry, prints its one
+                # line — "stopped" and status 4 when fenced — and logs the trace)
+                raise service.failure
         return 0
     finally:
         if server is not None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import time as _time
+from collections.abc import Callable
 from typing import IO, Any
 
-__all__ = ["TickProgress", "fmt_time"]
+__all__ = ["Phase", "TickProgress", "fmt_time"]
 
 
 def fmt_time(ms: int | None) -> str:
@@ -37,10 +38,62 @@ def fmt_time(ms: int | None) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
 
 
+class Phase:
+    """The label of each tick of a run (`TickProgress`'s ``label``): ``"catch-up"`` while
+    the run catches up, ``"run"`` after.
+
+    A tick catches up when it is part of the backlog a restart recorded (ticks up to
+    `backlog_through`: the bindings minted but not committed before the crash, the log
+    since the checkpoint), or when its binding time was behind the clock by more than a
+    tick when it started (`tick_ms`; the input waiting is more than a tick's). The clock
+    is the ticker's (`clock_ms`), as everywhere at the edge.
+
+    >>> from types import SimpleNamespace as R
+    >>> now = [10_000]
+    >>> phase = Phase(backlog_through=3, clock_ms=lambda: now[0], tick_ms=1000)
+    >>> [phase(R(tick=t, into_time=9_900, seconds=0.05)) for t in (3, 4)]
+    ['catch-up', 'run']
+    >>> now[0] = 20_000  # tick 5 started 10 s after its binding time
+    >>> phase(R(tick=5, into_time=9_900, seconds=0.05))
+    'catch-up'
+    """
+
+    CATCH_UP = "catch-up"
+    RUN = "run"
+
+    def __init__(
+        self, *, backlog_through: int | None, clock_ms: Callable[[], int], tick_ms: int
+    ) -> None:
+        self.backlog_through = backlog_through
+        self.clock_ms = clock_ms
+        self.tick_ms = tick_ms
+
+    def __call__(self, report: Any) -> str:
+        if self.backlog_through is not None and report.tick <= self.backlog_through:
+            return self.CATCH_UP
+        started = self.clock_ms() - report.seconds * 1000
+        return self.CATCH_UP if started - report.into_time > self.tick_ms else self.RUN
+
+
 class TickProgress:
     """A progress display of ticks and rows done (of `total_ticks` / `total_rows` when
     known). Use as a context manager; call it with a `TickReport` (``on_tick``) or call
-    `update`. `file` is where it draws (default: stderr)."""
+    `update`. `file` is where it draws (default: stderr). `label` (e.g. a `Phase`) names
+    each tick's phase from its report; it replaces `description`, and a plain-line
+    display writes a line whenever it changes.
+
+    >>> import io
+    >>> from types import SimpleNamespace as R
+    >>> out = io.StringIO()
+    >>> with TickProgress("run", file=out, every=10,
+    ...                   label=lambda r: "catch-up" if r.tick < 2 else "run") as p:
+    ...     for t in (1, 2, 3):
+    ...         p(R(tick=t, rows_in=5, frontier=t, seconds=0.1))
+    >>> print(out.getvalue())  # doctest: +NORMALIZE_WHITESPACE
+    catch-up: tick 1, 5 rows, frontier 00:00:00.001, tick 100 ms
+    run: tick 2, 10 rows, frontier 00:00:00.002, tick 100 ms
+    run: tick 3, 15 rows, frontier 00:00:00.003, tick 100 ms
+    """
 
     def __init__(
         self,
@@ -50,6 +103,7 @@ class TickProgress:
         total_rows: int | None = None,
         file: IO[str] | None = None,
         every: int = 10,
+        label: Callable[[Any], str] | None = None,
     ) -> None:
         from rich.console import Console
 
@@ -67,6 +121,7 @@ class TickProgress:
         self._task: Any = None
         #: duration of the last tick reported through ``on_tick`` (None: not known)
         self.last_seconds: float | None = None
+        self.label = label
 
     def __enter__(self) -> TickProgress:
         if self.console.is_terminal:
@@ -111,7 +166,16 @@ class TickProgress:
     def __call__(self, report: Any) -> None:
         """``on_tick`` hook: one tick with `report.rows_in` rows."""
         self.last_seconds = report.seconds
+        changed = False
+        if self.label is not None:
+            phase = self.label(report)
+            changed = phase != self.description
+            self.description = phase
+            if self._progress is not None and changed:
+                self._progress.update(self._task, description=phase)
         self.update(ticks=1, rows=report.rows_in, frontier=report.frontier)
+        if changed and self._progress is None and self.ticks % self.every:
+            self._line()  # (a phase change is always shown)
 
     def update(self, *, ticks: int = 0, rows: int = 0, frontier: int | None | Any = ...) -> None:
         """Add `ticks` and `rows` done; set the frontier (None: all sealed)."""
