@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import os
 import time
@@ -59,12 +60,34 @@ from .decode import (
 )
 from .rows import to_arrow_schema
 
-__all__ = ["FORMATS", "Files", "FilesReader", "LinkedBatch", "linkable_type", "read_row_range"]
+__all__ = [
+    "FORMATS",
+    "FileFormat",
+    "Files",
+    "FilesReader",
+    "LinkedBatch",
+    "linkable_type",
+    "read_row_range",
+]
 
-#: The formats `Files` reads.
-FORMATS = ("jsonl", "csv", "parquet")
-_FORMAT_ALIASES = {"json": "jsonl", "ndjson": "jsonl", "jsonl": "jsonl", "csv": "csv"}
-_FORMAT_ALIASES["parquet"] = "parquet"
+
+class FileFormat(str, enum.Enum):
+    """The formats `Files` reads (a str enum: `Files.format` still reads as the name
+    the user gave, and compares by identity inside).
+
+    >>> FileFormat("parquet") is FileFormat.PARQUET, FileFormat.CSV.value
+    (True, 'csv')
+    """
+
+    #: one JSON object per line
+    JSONL = "jsonl"
+    CSV = "csv"
+    PARQUET = "parquet"
+
+
+#: The formats `Files` reads, by name.
+FORMATS = tuple(f.value for f in FileFormat)
+_FORMAT_ALIASES = {"json": FileFormat.JSONL, "ndjson": FileFormat.JSONL}
 _MAX_FILES_PER_READ = 1000  # bound on files finished in one read (empty files)
 _STAT_AHEAD = 64  # files after the current one whose settle clocks are kept running
 
@@ -145,13 +168,13 @@ class Files(Source):
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.path = os.fspath(path)
-        fmt = _FORMAT_ALIASES.get(str(format).lower())
-        if fmt is None:
+        name = str(format.value if isinstance(format, FileFormat) else format).lower()
+        if name not in FORMATS and name not in _FORMAT_ALIASES:
             raise ConfigError(
                 f"Files(format={format!r}): unknown format; use one of "
                 + ", ".join(repr(f) for f in FORMATS)
             )
-        self.format = fmt
+        self.format = _FORMAT_ALIASES.get(name) or FileFormat(name)
         if schema is None:
             raise ConfigError(
                 f"Files({self.path!r}): pass schema=..., e.g. schema={{'k': 'string', 'v': 'long'}}"
@@ -173,7 +196,7 @@ class Files(Source):
         self.clock = clock
 
     def __repr__(self) -> str:
-        return f"Files({self.path!r}, format={self.format!r}, pattern={self.pattern!r})"
+        return f"Files({self.path!r}, format={self.format.value!r}, pattern={self.pattern!r})"
 
     @property
     def finite(self) -> bool:
@@ -265,7 +288,7 @@ class FilesReader(LinkedReader):
         copying the rows). A batch is either all linked or all copied: a file that cannot
         be linked ends a linked batch, and is returned by the next call as a plain
         `ReadBatch` (so the split depends on the files only)."""
-        if self.source.format != "parquet":
+        if self.source.format is not FileFormat.PARQUET:
             return self._read(max_rows, None)
         return self._read(max_rows, list(columns))
 
@@ -290,7 +313,7 @@ class FilesReader(LinkedReader):
                     self._switch(nxt)
                     finished += 1
                     continue
-                if src.format == "parquet":
+                if src.format is FileFormat.PARQUET:
                     linked = batch_linked
                     if link_columns is not None and self._pf is not None:
                         linked = self._linkable
@@ -430,7 +453,7 @@ class FilesReader(LinkedReader):
         src = self.source
         path = self._path()
         self._done = False
-        if src.format == "parquet":
+        if src.format is FileFormat.PARQUET:
             try:
                 self._pf = pq.ParquetFile(path)
             except FileNotFoundError:
@@ -458,7 +481,7 @@ class FilesReader(LinkedReader):
                 self._done = True
                 return
             self._size = os.fstat(self._fh.fileno()).st_size
-            if src.format == "csv" and src.header:
+            if src.format is FileFormat.CSV and src.header:
                 line = self._fh.readline()
                 self._header = line if line.endswith(b"\n") else line + b"\n"
                 if self.offset < len(line):
@@ -466,7 +489,7 @@ class FilesReader(LinkedReader):
         if self.offset > self._size:
             raise ConfigError(
                 f"{src!r}: position offset {self.offset} is beyond the end of {self.file!r} "
-                f"({self._size} {'rows' if src.format == 'parquet' else 'bytes'}); the file "
+                f"({self._size} {'rows' if src.format is FileFormat.PARQUET else 'bytes'}); the file "
                 "changed after it was read. Files must not change once complete; restart "
                 "from an earlier position or restore the file"
             )
@@ -510,7 +533,7 @@ class FilesReader(LinkedReader):
         # Reasons name the file and each line's byte offset in it (`decode`): the same
         # whatever chunk the line was read in.
         where = self.file or ""
-        if src.format == "jsonl":
+        if src.format is FileFormat.JSONL:
             data, errs = decode_json_lines(buf, src.schema, where=where, at=start)
         else:
             data, errs = decode_csv(
