@@ -58,7 +58,7 @@ def build(
 
 def content(flow) -> dict[str, list]:
     out = {}
-    for _, sink in flow._sinks:
+    for _, sink in flow.sinks:
         rows = sink.read_arrow().to_pylist()
         out[sink.name] = sorted(tuple(sorted(r.items())) for r in rows)
     return out
@@ -137,7 +137,7 @@ def test_replay_reproduces_the_commits_bit_for_bit(spark, inputs, tmp_path):
     replayed = build(spark, tmp_path / "b", inputs)
     reports = replayed.replay(tmp_path / "a")
     assert len(reports) == len(original.bindings)
-    for (_, a), (_, b) in zip(original._sinks, replayed._sinks, strict=True):
+    for (_, a), (_, b) in zip(original.sinks, replayed.sinks, strict=True):
         batches_a, batches_b = a.shard.batches(), b.shard.batches()
         assert [(x.lower, x.upper) for x in batches_a] == [(x.lower, x.upper) for x in batches_b]
         for x, y in zip(batches_a, batches_b, strict=True):
