@@ -390,6 +390,30 @@ class Collection:
             granularity=granularity,
         )
 
+    def constant(self, schema: T.StructType, rows: Sequence[Sequence[Any]]) -> Collection:
+        """A collection holding `rows` (values in `schema`'s column order) at every time,
+        from the earliest on. It reads nothing of this collection but its frontier: the
+        rows are sealed as this collection's times are. (SQL uses it for the one row an
+        aggregate without ``GROUP BY`` has over no input.)
+
+        >>> from pyspark.sql import types as T
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(5, {"v": 1})])
+        >>> one = T.StructType([T.StructField("n", T.LongType())])
+        >>> [(r[0], r[2]) for r in t.updates(s.constant(one, [(0,)]))]
+        [(0, 1)]
+        """
+        from ..plan.constant import Constant
+
+        width = len(schema.fields)
+        fixed = tuple(tuple(row) for row in rows)
+        if any(len(row) != width for row in fixed):
+            raise SchemaError(f"constant(): every row needs {width} values ({schema.names})")
+        return self._flow._add(
+            Constant, name="constant", inputs=(self._node,), schema=schema, rows=fixed
+        )
+
     def inspect(self, fn: Callable[[pa.Table, int | None, int | None], None]) -> Collection:
         """Call ``fn(updates: pyarrow.Table, lower, upper)`` with each sealed range's updates
         (a debugging tap; the collection passes through unchanged). `lower` is None for
@@ -627,6 +651,224 @@ class Collection:
             Distinct, name="distinct", inputs=(self._node,), schema=self._node.schema
         )
 
+    def over(
+        self,
+        by: str | Sequence[str] | None = None,
+        order_by: str | Sequence[str] = (),
+        **functions: Any,
+    ) -> Collection:
+        """Every row with window functions over its partition of `by` in the order
+        `order_by` (``"-col"`` descending; ties broken by the other columns, never by
+        arrival order), as SQL's ``OVER (PARTITION BY ... ORDER BY ...)``. Each function
+        is ``name=st.plan.OverFunction(name, kind, column, ...)`` or a tuple ``(kind,
+        column)`` / ``(kind, column, offset)``; kinds: row_number, rank, dense_rank,
+        percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, count, sum,
+        avg, min, max. A partition touched by an update is recomputed at that time.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string", "v": "long"}, [(1, {"k": "a", "v": 5}), (2, {"k": "a", "v": 3})])
+        >>> t.updates(s.over(by="k", order_by="v", r=("row_number", None), prev=("lag", "v")))
+        [('a', 5, 1, None, 1, 1), ('a', 3, 1, None, 2, 1), ('a', 5, 1, None, 2, -1), ('a', 5, 2, 3, 2, 1)]
+        """
+        from ..plan.over import Over, OverFunction, OverOrder
+
+        keys = _as_list(by)
+        self._check_columns("over(by=...)", keys)
+        order = tuple(OverOrder(o.column, o.ascending) for o in parse_order_by(order_by))
+        self._check_columns("over(order_by=...)", [o.column for o in order])
+        fns = []
+        for name, f in functions.items():
+            if not isinstance(f, OverFunction):
+                kind, column, *rest = f
+                f = OverFunction(name, kind, column, *(rest[:1] or [1]))
+            if f.name != name:
+                f = OverFunction(name, f.kind, f.column, f.offset, f.default, f.frame)
+            if f.column is not None:
+                self._check_columns(f"over({name}=...)", [f.column])
+            if name in self.columns or name in SYSTEM_COLUMNS:
+                raise PlanError(f"over({name}=...): {name!r} is a column already")
+            fns.append(f)
+        if not fns:
+            raise PlanError("over() needs at least one name=(kind, column)")
+        probe = self._flow._empty_delta(self._node.schema)
+        from pyspark.sql.window import Window
+
+        spec = Window.partitionBy(*keys) if keys else Window.partitionBy()
+        if order:
+            spec = spec.orderBy(
+                *[F.col(o.column).asc() if o.ascending else F.col(o.column).desc() for o in order]
+            )
+        fields = list(self._node.schema.fields)
+        for f in fns:
+            fields.append(T.StructField(f.name, _over_type(f, probe, spec), True))
+        return self._flow._add(
+            Over,
+            name="over",
+            inputs=(self._node,),
+            schema=T.StructType(fields),
+            by=tuple(keys),
+            order_by=order,
+            functions=tuple(fns),
+        )
+
+    def collect(
+        self, by: str | Sequence[str] | None = None, **lists: tuple[str, str]
+    ) -> Collection:
+        """Per group of `by`, lists of a column's values: ``name=("list", column)``
+        (every non-null value, with repeats: SQL's ``collect_list``) or ``("set",
+        column)`` (each value once: ``collect_set``), in ascending order; updated at
+        every time the group changes.
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"k": "string", "v": "long"}, [(1, {"k": "a", "v": 5}), (2, {"k": "a", "v": 3})])
+        >>> sorted(t.updates(s.collect(by="k", vs=("list", "v"))), key=lambda u: u[-2:])
+        [('a', [5], 1, 1), ('a', [5], 2, -1), ('a', [3, 5], 2, 1)]
+        """
+        from ..plan.over import Collect, CollectList
+
+        keys = _as_list(by)
+        self._check_columns("collect(by=...)", keys)
+        if not lists:
+            raise PlanError("collect() needs at least one name=('list'|'set', column)")
+        types = {f.name: f for f in self._node.schema.fields}
+        fields = [types[k] for k in keys]
+        specs = []
+        for name, (kind, column) in lists.items():
+            if kind not in ("list", "set"):
+                raise ConfigError(f"collect({name}=({kind!r}, ...)): use 'list' or 'set'")
+            self._check_columns(f"collect({name}=...)", [column])
+            specs.append(CollectList(name, kind, column))
+            fields.append(T.StructField(name, T.ArrayType(types[column].dataType, True), False))
+        return self._flow._add(
+            Collect,
+            name="collect",
+            inputs=(self._node,),
+            schema=T.StructType(fields),
+            by=tuple(keys),
+            lists=tuple(specs),
+        )
+
+    def temporal_filter(self, since: str | None = None, until: str | None = None) -> Collection:
+        """The rows while ``since <= logical time < until``: `since`/`until` name long
+        columns (ms; NULL: unbounded). A row enters at ``max(its time, since)`` and is
+        retracted at ``until`` — when the frontier passes it, whatever the clock says
+        (Materialize's ``mz_now()`` filters; docs/time.md).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long", "expires": "long"}, [(1, {"v": 7, "expires": 5})])
+        >>> t.updates(s.temporal_filter(until="expires"))
+        [(7, 5, 1, 1), (7, 5, 5, -1)]
+        """
+        from ..plan.temporal import TemporalFilter
+
+        bounds = [c for c in (since, until) if c is not None]
+        self._check_columns("temporal_filter()", bounds)
+        for c in bounds:
+            dtype = self._node.schema[c].dataType
+            if not isinstance(dtype, (T.LongType, T.IntegerType)):
+                raise SchemaError(
+                    f"temporal_filter(): column {c!r} is {dtype.simpleString()}; bounds are "
+                    "logical times in ms (long): e.g. with_columns(until=F.unix_millis(ts))"
+                )
+        return self._flow._add(
+            TemporalFilter,
+            name="temporal_filter",
+            inputs=(self._node,),
+            schema=self._node.schema,
+            since=since,
+            until=until,
+        )
+
+    def interval_join(
+        self, other: Collection, on: str | Sequence[str], lower: int, upper: int
+    ) -> Collection:
+        """The inner join on `on` of the pairs whose times satisfy ``lower <= other's
+        time - this time <= upper`` (ms, the rows' logical times: event-time sources).
+        Each side keeps a row only while a later row of the other side could still match
+        it (Flink's interval join); the output is that of `join` filtered by the
+        interval, plus each side's expiry column (``__expire_l``, ``__expire_r``).
+
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> a = t.rows({"k": "string", "x": "long"}, [(10, {"k": "a", "x": 1})])
+        >>> b = t.rows({"k": "string", "y": "long"}, [(12, {"k": "a", "y": 2}), (30, {"k": "a", "y": 3})])
+        >>> j = a.interval_join(b, on="k", lower=0, upper=5).select("k", "x", "y")
+        >>> [r[:3] for r in t.updates(j)]
+        [('a', 1, 2)]
+        """
+        from ..plan.interval_join import IntervalJoin
+
+        if other._flow is not self._flow:
+            raise PlanError("interval_join: the other collection belongs to another dataflow")
+        if not (isinstance(lower, int) and isinstance(upper, int)) or lower > upper:
+            raise ConfigError(
+                f"interval_join(lower={lower!r}, upper={upper!r}): ms with lower <= upper"
+            )
+        keys = _as_list(on)
+        self._check_columns("interval_join(on=...)", keys)
+        other._check_columns("interval_join(on=...)", keys)
+        left = self.with_columns({"__expire_l": F.col(TIME) + F.lit(upper + 1)})
+        right = other.with_columns({"__expire_r": F.col(TIME) - F.lit(lower - 1)})
+        clash = (set(left.columns) & set(right.columns)) - set(keys)
+        if clash:
+            raise PlanError(
+                f"interval_join: both sides have columns {sorted(clash)} that are not join "
+                "keys; rename them on one side first"
+            )
+        types = {f.name: f for f in left.schema.fields}
+        fields = [types[k] for k in keys]
+        fields += [f for f in left.schema.fields if f.name not in keys]
+        fields += [f for f in right.schema.fields if f.name not in keys]
+        joined = self._flow._add(
+            IntervalJoin,
+            name="interval_join",
+            inputs=(left.node, right.node),
+            schema=T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]),
+            on=tuple(keys),
+            lower=lower,
+            upper=upper,
+            left_expiry="__expire_l",
+            right_expiry="__expire_r",
+        )
+        # the times of the pair, from the expiry columns: right - left within the bounds
+        gap = (F.col("__expire_r") + F.lit(lower - 1)) - (F.col("__expire_l") - F.lit(upper + 1))
+        return joined.filter(gap.between(lower, upper))
+
+    def cumulate(self, size: str | int, step: str | int) -> Collection:
+        """Flink's cumulating windows: periods of `size` from multiples of it, each
+        emitting windows that grow by `step` (``[s, s+step)``, ``[s, s+2*step)``, ...,
+        ``[s, s+size)``); adds ``window_start``/``window_end`` (one row per window
+        holding the row). An aggregate that follows emits each window once, when sealed.
+
+        >>> import sealtime as st
+        >>> from sealtime.testing import TestFlow
+        >>> t = TestFlow()
+        >>> s = t.rows({"v": "long"}, [(1_000, {"v": 1}), (3_000, {"v": 2})])
+        >>> [r[:3] for r in t.updates(s.cumulate("4s", "2s").aggregate(total=st.sum("v")))]
+        [(0, 2000, 1), (0, 4000, 3)]
+        """
+        from ..durations import parse_duration
+        from ..plan.cumulate import AssignCumulating, Cumulating
+
+        spec = Cumulating(
+            parse_duration(size, "cumulate(size)"), parse_duration(step, "cumulate(step)")
+        )
+        fields = [f for f in self._node.schema.fields if f.name not in (WINDOW_START, WINDOW_END)]
+        fields += [
+            T.StructField(WINDOW_START, T.LongType(), False),
+            T.StructField(WINDOW_END, T.LongType(), False),
+        ]
+        return self._flow._add(
+            AssignCumulating,
+            name=f"cumulate({spec.size}ms, {spec.step}ms)",
+            inputs=(self._node,),
+            schema=T.StructType(fields),
+            spec=spec,
+        )
+
     def _check_columns(self, what: str, cols: Sequence[str]) -> None:
         missing = [c for c in cols if c not in self.columns]
         if missing:
@@ -694,3 +936,28 @@ class Collection:
         ([1, 2], 1)
         """
         return self._flow._to_spark(self._node, as_of)
+
+
+def _over_type(fn: Any, probe: DataFrame, spec: Any) -> T.DataType:
+    """The type Spark gives window function `fn` (analysis only, no job)."""
+    col = None if fn.column is None else F.col(fn.column)
+    make = {
+        "row_number": lambda: F.row_number(),
+        "rank": lambda: F.rank(),
+        "dense_rank": lambda: F.dense_rank(),
+        "percent_rank": lambda: F.percent_rank(),
+        "cume_dist": lambda: F.cume_dist(),
+        "ntile": lambda: F.ntile(fn.offset),
+        "lag": lambda: F.lag(col, fn.offset),
+        "lead": lambda: F.lead(col, fn.offset),
+        "first_value": lambda: F.first_value(col),
+        "last_value": lambda: F.last_value(col),
+        "count": lambda: F.count(col if col is not None else F.lit(1)),
+        "sum": lambda: F.sum(col),
+        "avg": lambda: F.avg(col),
+        "min": lambda: F.min(col),
+        "max": lambda: F.max(col),
+    }.get(fn.kind)
+    if make is None:
+        raise ConfigError(f"over(): unknown window function {fn.kind!r}")
+    return probe.select(make().over(spec)).schema.fields[0].dataType

@@ -7,7 +7,7 @@ function choosing the class).
 | module | operator |
 |---|---|
 | `source` | `SourceRead`, `SourceOutput`: a source's log, main and side outputs |
-| `map`, `negate`, `consolidate`, `union`, `window`, `inspect` | stateless operators |
+| `map`, `negate`, `consolidate`, `union`, `window`, `inspect`, `constant` | stateless operators |
 | `advance_time` | `AdvanceTime`: times rounded up to a multiple (stateless, delays time) |
 | `reduce` | `Reduce` (accumulable kernel), `GeneralReduce` (any aggregate under retractions), `Distinct` |
 | `top_k` | `TopK`: the first k rows per key at every time |
@@ -15,6 +15,10 @@ function choosing the class).
 | `join` | `Join`: bilinear inner join over two (shareable) arrangements |
 | `session_reduce` | `SessionReduce`: per-session aggregate / top-k (Spark-native, spilled state) |
 | `timeout` | `Timeout`: a row when a key has had no update for a span of logical time |
+| `over` | `Over` (window functions), `Collect` (list aggregates): touched partitions recomputed |
+| `temporal_filter` | `TemporalFilter`: rows visible while ``since <= time < until`` (stateless, delays) |
+| `interval_join` | `IntervalJoin`: a join whose sides drop rows no later row can match |
+| `cumulate` | `AssignCumulating`: Flink's cumulating windows (stateless) |
 """
 
 from __future__ import annotations
@@ -27,14 +31,19 @@ from ..errors import PlanError
 from .advance_time import AdvanceTime
 from .base import Env, LogReader, Operator, kernel_tasks
 from .consolidate import Consolidate
+from .constant import Constant
+from .cumulate import AssignCumulating
 from .inspect import Inspect
+from .interval_join import IntervalJoin
 from .join import Join
 from .map import Filter, Map, Project
 from .negate import Negate
+from .over import Collect, Over
 from .reduce import Distinct, reduce_operator
 from .session_reduce import SessionReduce
 from .shared import ArrangementKey, SharedArrangements
 from .source import SourceOutput, SourceRead
+from .temporal_filter import TemporalFilter
 from .timeout import Timeout
 from .top_k import TopK
 from .union import Union
@@ -61,6 +70,7 @@ OPERATORS: dict[type[P.PlanNode], Callable[[Any, Env], Operator[Any]]] = {
     P.Map: Map,
     P.Negate: Negate,
     P.Consolidate: Consolidate,
+    P.Constant: Constant,
     P.Union: Union,
     P.AssignWindows: AssignWindows,
     P.Inspect: Inspect,
@@ -72,6 +82,11 @@ OPERATORS: dict[type[P.PlanNode], Callable[[Any, Env], Operator[Any]]] = {
     P.SessionReduce: SessionReduce,
     P.Join: Join,
     P.Timeout: Timeout,
+    P.Over: Over,
+    P.Collect: Collect,
+    P.TemporalFilter: TemporalFilter,
+    P.IntervalJoin: IntervalJoin,
+    P.AssignCumulating: AssignCumulating,
 }
 
 

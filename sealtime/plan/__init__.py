@@ -6,10 +6,14 @@ runs them. Nothing here runs Spark: a plan is data (see README.md for the code m
 """
 
 from .aggregates import Aggregate, AggregateKind
+from .constant import Constant
+from .cumulate import AssignCumulating, Cumulating
 from .graph import GRAPH_NAMESPACE, GraphNode, graph_of
+from .interval_join import IntervalJoin
 from .join import Join
 from .node import NOT_FINGERPRINTED, WINDOW_END, WINDOW_START, PlanNode
 from .order import OrderKey, parse_order_by
+from .over import Collect, CollectList, Over, OverFunction, OverOrder
 from .plan import Plan, RunConfig, SinkEdge, log_derived, row_source, upstream_sources
 from .reduce import Aggregation, Distinct, Reduce, SessionReduce, TopK, TopKOrder, WindowedReduce
 from .source import Connector, SideOutput, Source, SourceOutput
@@ -24,6 +28,7 @@ from .stateless import (
     Project,
     Union,
 )
+from .temporal import TemporalFilter
 from .timeout import LAST_UPDATE, TIMED_OUT_AT, Timeout
 from .windows import Session, Sliding, Tumbling, WindowSpec
 
@@ -35,20 +40,29 @@ __all__ = [
     "WINDOW_END",
     "WINDOW_START",
     "AdvanceTime",
+    "AssignCumulating",
     "Aggregate",
     "AggregateKind",
     "Aggregation",
     "AssignWindows",
+    "Collect",
+    "CollectList",
     "Connector",
     "Consolidate",
+    "Constant",
+    "Cumulating",
     "Distinct",
     "Filter",
     "GraphNode",
     "Inspect",
+    "IntervalJoin",
     "Join",
     "Map",
     "Negate",
     "OrderKey",
+    "Over",
+    "OverFunction",
+    "OverOrder",
     "Plan",
     "PlanNode",
     "Project",
@@ -61,6 +75,7 @@ __all__ = [
     "Sliding",
     "Source",
     "SourceOutput",
+    "TemporalFilter",
     "Timeout",
     "TopK",
     "TopKOrder",

@@ -54,6 +54,7 @@ __all__ = [
     "ERRORS_SCHEMA",
     "SUBSOURCE_COLUMN",
     "SchemaMismatchError",
+    "bisect_failures",
     "cast_strings",
     "conform",
     "decode_csv",
@@ -390,22 +391,44 @@ def invalid_utf8(values: pa.Array) -> np.ndarray:
     """
     typ = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
     texts = pa.Array.from_buffers(typ, len(values), values.buffers(), offset=values.offset)
-    bad: list[int] = []
-    stack = [(0, len(values))]
+
+    def check(lo: int, hi: int) -> None:
+        texts.slice(lo, hi - lo).validate(full=True)
+
+    return np.array(sorted(bisect_failures(len(values), check, (pa.ArrowInvalid,))), np.int64)
+
+
+def bisect_failures(
+    n: int, check: Callable[[int, int], None], errors: tuple[type[Exception], ...]
+) -> dict[int, Exception]:
+    """The indices in ``[0, n)`` whose value alone fails `check`, with the error: `check(lo,
+    hi)` raises one of `errors` when a value in ``[lo, hi)`` is bad, and is tried on
+    halves down to single values, so b bad values among n cost O(b log n) vectorised
+    checks. The one search of the decoders' error path (invalid UTF-8, failed casts).
+
+    >>> values = [1, -2, 3, -4]
+    >>> def check(lo, hi):
+    ...     if min(values[lo:hi]) < 0:
+    ...         raise ValueError(f"negative in [{lo}, {hi})")
+    >>> {i: str(e) for i, e in bisect_failures(len(values), check, (ValueError,)).items()}
+    {1: 'negative in [1, 2)', 3: 'negative in [3, 4)'}
+    """
+    bad: dict[int, Exception] = {}
+    stack = [(0, n)]
     while stack:
         lo, hi = stack.pop()
         if lo >= hi:
             continue
         try:
-            texts.slice(lo, hi - lo).validate(full=True)
+            check(lo, hi)
             continue
-        except pa.ArrowInvalid:
+        except errors as exc:
             if hi - lo == 1:
-                bad.append(lo)
+                bad[lo] = exc
                 continue
         mid = (lo + hi) // 2
         stack += [(mid, hi), (lo, mid)]
-    return np.array(sorted(bad), dtype=np.int64)
+    return bad
 
 
 def _utf8_reason(raw: bytes, what: str) -> str:
@@ -587,19 +610,34 @@ def _decode_json(
     at least one row, and a piece with as many rows as records gives exactly one each.
     """
 
+    # (timestamps are read as text and converted as CSV's are: Arrow's JSON reader
+    # refuses fractions finer than the column's unit)
+    texts = pa.schema(
+        [pa.field(f.name, pa.string()) if pa.types.is_timestamp(f.type) else f for f in schema]
+    )
+    stamps = [f for f in schema if pa.types.is_timestamp(f.type)]
+
     def attempt(lo: int, hi: int, want: int) -> Any:
         data = recs.piece(lo, hi)
         try:
             try:
-                table = _read_json(data, schema, single_block=hi - lo < recs.n)
+                table = _read_json(data, texts, single_block=hi - lo < recs.n)
             except pa.ArrowInvalid:
                 if hi - lo < recs.n or data.size < _MIN_BLOCK:
                     raise
-                table = _read_json(data, schema, single_block=True)  # a record > a block
+                table = _read_json(data, texts, single_block=True)  # a record > a block
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             return _message(exc)
         if table.num_rows != want:
             return f"holds {table.num_rows} JSON values; expected exactly one JSON object"
+        for f in stamps:
+            text = table.column(f.name).combine_chunks()
+            try:
+                value = _cast_text(text, f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                first = min(_bad_values(text, f.type))
+                return f"Failed to convert JSON to {f.type}, couldn't parse:{text[first].as_py()}"
+            table = table.set_column(table.schema.get_field_index(f.name), f, value)
         return table, {}
 
     tables = _isolate(status, reasons, attempt)
@@ -705,10 +743,10 @@ def _cast_text(arr: pa.Array, typ: pa.DataType) -> pa.Array:
             parts.append((digits, pc.cast(pc.cast(ms, pa.timestamp("ms", tz="UTC")), zoned_type)))
         zoned = pc.and_(with_zone, pc.invert(digits))
         if pc.any(zoned).as_py():
-            parts.append((zoned, pc.cast(pc.if_else(zoned, arr, null), zoned_type)))
+            parts.append((zoned, _iso(pc.if_else(zoned, arr, null), zoned_type)))
         naive = pc.and_(pc.invert(with_zone), pc.invert(digits))
         if pc.any(pc.and_(naive, pc.is_valid(arr))).as_py():
-            values = pc.cast(pc.if_else(naive, arr, null), naive_type)
+            values = _iso(pc.if_else(naive, arr, null), naive_type)
             parts.append((naive, pc.cast(values, zoned_type)))  # naive = UTC
         out = pa.nulls(len(arr), zoned_type)
         for mask, values in parts:
@@ -722,6 +760,29 @@ def _cast_text(arr: pa.Array, typ: pa.DataType) -> pa.Array:
             bad = pc.filter(arr, hex_)[0].as_py()
             raise pa.ArrowInvalid(f"Failed to parse string: {bad!r} as a decimal integer")
     return out
+
+
+#: a fraction of a second with more digits than milliseconds
+_FINE_FRACTION_RE = r"[.,]\d{4,}"
+
+
+def _iso(arr: pa.Array, typ: pa.DataType) -> pa.Array:
+    """ISO 8601 strings to timestamps of `typ`. Arrow parses a fraction only up to the
+    unit's digits, so values with finer fractions (``12:00:00.121000+00:00``, as Python's
+    ``isoformat()`` and most loggers write) are parsed in nanoseconds and truncated to
+    the unit; the others directly (the nanosecond range ends in 2262).
+
+    >>> _iso(pa.array(["2024-01-01T12:00:00.121999+01:00", "9999-12-31T00:00:00Z"]),
+    ...      pa.timestamp("ms", tz="UTC")).to_pylist()[0].isoformat()
+    '2024-01-01T11:00:00.121000+00:00'
+    """
+    fine = pc.fill_null(pc.match_substring_regex(arr, _FINE_FRACTION_RE), False)
+    if not pc.any(fine).as_py():
+        return pc.cast(arr, typ)
+    null = pa.scalar(None, pa.string())
+    coarse = pc.cast(pc.if_else(fine, null, arr), typ)
+    ns = pc.cast(pc.if_else(fine, arr, null), pa.timestamp("ns", tz=typ.tz))
+    return pc.if_else(fine, pc.cast(ns, typ, safe=False), coarse)
 
 
 def _may_hold_x(arr: pa.Array) -> bool:
@@ -740,23 +801,12 @@ def _may_hold_x(arr: pa.Array) -> bool:
 
 def _bad_values(arr: pa.Array, typ: pa.DataType) -> dict[int, str]:
     """Indices of values of `arr` that do not cast to `typ`, with the reasons (bisection)."""
-    bad: dict[int, str] = {}
-    stack = [(0, len(arr))]
-    while stack:
-        lo, hi = stack.pop()
-        if lo >= hi:
-            continue
-        try:
-            _cast_text(arr.slice(lo, hi - lo), typ)
-            continue
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-            if hi - lo == 1:
-                bad[lo] = _message(exc)
-                continue
-        mid = (lo + hi) // 2
-        stack.append((mid, hi))
-        stack.append((lo, mid))
-    return bad
+
+    def check(lo: int, hi: int) -> None:
+        _cast_text(arr.slice(lo, hi - lo), typ)
+
+    errors = (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError)
+    return {i: _message(exc) for i, exc in bisect_failures(len(arr), check, errors).items()}
 
 
 RawText = pa.Array | Callable[[np.ndarray], Sequence[str]] | None

@@ -49,6 +49,7 @@ __all__ = [
     "SHORT_NAMES",
     "get_or_create_session",
     "import_short_names",
+    "quiet_query_errors",
     "is_local_master",
     "master_addresses",
 ]
@@ -65,7 +66,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.unionOutputPartitioning": "false",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.sql.ansi.enabled": "false",
+    # Spark 4's default: an expression that fails (division by zero, a bad cast) raises
+    # instead of giving NULL; SQL views route such rows to their errors (docs/sql.md).
+    "spark.sql.ansi.enabled": "true",
     # On a cluster, record=True traces use reliable checkpoints (files in the data dir,
     # which survive executor loss); delete them once their frame is unreferenced.
     "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
@@ -119,6 +122,19 @@ def import_short_names(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
     for name in SHORT_NAMES:
         java_import(jvm, name)
+
+
+def quiet_query_errors(spark: SparkSession) -> None:
+    """Silence Spark's ``SQLQueryContextLogger``, which logs every failed query (an
+    unknown function in a view, a division by zero) as JSON with the Java stack trace on
+    stderr, although the exception also reaches the caller, who reports it in words.
+
+    >>> from sealtime.spark.session import get_or_create_session
+    >>> quiet_query_errors(get_or_create_session())
+    """
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel("SQLQueryContextLogger", log4j.Level.OFF)
 
 
 def is_local_master(master: str | None) -> bool:
@@ -208,6 +224,7 @@ def get_or_create_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    quiet_query_errors(session)
     import_short_names(session)
     if not is_local_master(effective):
         try:

@@ -14,10 +14,10 @@ See ``docs/sql.md``.
 >>> flow = st.Dataflow("doc", data_dir=tempfile.mkdtemp())
 >>> _ = flow.source("s", Rows({"k": "string", "v": "long"}, [(1, {"k": "a", "v": 2}), (2, {"k": "a", "v": 3})]))
 >>> totals = flow.create_view("totals", "SELECT k, SUM(v) AS total FROM s GROUP BY k")
->>> flow.sql("SELECT k FROM s ORDER BY k")
+>>> flow.sql("SELECT k, rand() AS r FROM s")
 Traceback (most recent call last):
 ...
-sealtime.sql.errors.SqlError: ORDER BY at line 1, column 17: a view is an unordered multiset; ...
+sealtime.sql.errors.SqlError: non-deterministic function at line 1, column 11: RAND() ...
 >>> _ = flow.run()
 >>> [r["total"] for r in totals.to_spark(as_of=1).collect()], totals.to_spark().collect()[0]["total"]
 ([2], 5)
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from ..errors import ConfigError, PlanError, StateError
+from ..errors import ConfigError, NotFoundError, PlanError, StateError
 from .errors import SqlError
 from .parse import Parsed, parse
 from .relation import Relation
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..dataflow.collection import Collection
     from ..dataflow.dataflow import Dataflow
 
-__all__ = ["SqlError", "create_view", "explain", "query", "sql"]
+__all__ = ["SqlError", "create_view", "errors_of", "explain", "query", "sql"]
 
 
 @contextlib.contextmanager
@@ -62,9 +62,11 @@ def _atomic(flow: Dataflow, *, keep: bool = True) -> Iterator[list[Any]]:
 
 
 def _translate(
-    flow: Dataflow, text: str | Parsed
-) -> tuple[Collection, str | None, frozenset[str]]:
-    """The collection `text` defines, its time column, and the tables it reads."""
+    flow: Dataflow, text: str | Parsed, view: str = "sql"
+) -> tuple[Collection, str | None, frozenset[str], Collection]:
+    """The collection `text` defines, its time column, the tables it reads, and its
+    errors (the rows its expressions failed on: `sealtime.sql.checked`)."""
+    from .checked import ERRORS_SCHEMA
     from .translate import Translator, col_ref
 
     parsed = parse(text) if isinstance(text, str) else text
@@ -77,14 +79,58 @@ def _translate(
             line=line or 1,
             col=col or 1,
         )
-    tr = Translator(flow, parsed)
+    _check_ansi(flow)
+    tr = Translator(flow, parsed, view=view)
     rel: Relation = tr.query(tree)
     names = [f.name for f in rel.visible]
     coll = rel.collection
     time = next((f.name for f in rel.visible if f.physical == rel.time_column), None)
     if coll.columns != names or [f.physical for f in rel.visible] != names:
         coll = coll.select(*[col_ref(f.physical).alias(f.name) for f in rel.visible])
-    return coll, time, frozenset(tr.reads)
+    parts = tr.error_parts
+    if parts:
+        errors = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+    else:  # (no expression can fail: an errors relation that stays empty)
+        from pyspark.sql import functions as F
+
+        errors = coll.filter(F.lit(False)).select(
+            *[F.lit(None).cast(f.dataType).alias(f.name) for f in ERRORS_SCHEMA.fields]
+        )
+    return coll, time, frozenset(tr.reads), errors
+
+
+def _check_ansi(flow: Dataflow) -> None:
+    """SQL views evaluate expressions with Spark 4's ANSI semantics (docs/sql.md): a
+    session with ``spark.sql.ansi.enabled=false`` would silently give NULLs instead."""
+    enabled = flow.spark.conf.get("spark.sql.ansi.enabled", "true")
+    if str(enabled).lower() != "true":
+        raise ConfigError(
+            "SQL views need spark.sql.ansi.enabled=true (Spark 4's default: an expression "
+            "that fails sends its row to the view's errors instead of giving NULL); set it "
+            "on the SparkSession given to the Dataflow, or let sealtime create the session"
+        )
+
+
+def _label(nodes: list[Any], view: str) -> None:
+    """Name the operators a view added after it (``totals: reduce``), for the web
+    view, metrics and EXPLAIN. A node's name is a label, not part of what it computes;
+    the nodes are new and belong to no running plan yet, so renaming them is safe."""
+    for node in nodes:
+        if not node.name.startswith(f"{view}: "):
+            object.__setattr__(node, "name", f"{view}: {node.name}")
+
+
+def errors_of(flow: Dataflow, view: str | Collection) -> Collection:
+    """The errors of a view (by name) or of a collection `flow.sql` returned: the rows
+    its expressions failed on, with ``view``, ``error`` (Spark's error class), ``reason``
+    and ``raw`` (the input row as JSON). The same as ``SELECT * FROM view.errors``."""
+    from . import catalog
+
+    key = view if isinstance(view, str) else f"#{view.node.id}"
+    table = catalog.lookup(flow, "errors", key)
+    if table is None:
+        raise NotFoundError(f"no view {key!r} made by SQL in dataflow {flow.name!r}")
+    return table.collection
 
 
 def sql(flow: Dataflow, text: str) -> Collection:
@@ -94,8 +140,13 @@ def sql(flow: Dataflow, text: str) -> Collection:
             "sql(): views must be defined before the first run() (or build the dataflow "
             "with Dataflow(live=True))"
         )
-    with _atomic(flow):
-        return _translate(flow, text)[0]
+    from . import catalog
+
+    with _atomic(flow) as added:
+        coll, _, _, errors = _translate(flow, text)
+        catalog.register_errors(flow, f"#{coll.node.id}", errors)
+    _label(added, "sql")
+    return coll
 
 
 query = sql
@@ -120,7 +171,7 @@ def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection
             f"create_view({name!r}): a source or view with that name exists already "
             "(table names are case-insensitive)"
         )
-    with _atomic(flow):
+    with _atomic(flow) as added:
         if isinstance(text, Collection):
             if text.flow is not flow:
                 raise PlanError(
@@ -128,8 +179,11 @@ def create_view(flow: Dataflow, name: str, text: str | Collection) -> Collection
                 )
             coll, time, reads = text, None, frozenset()
         else:
-            coll, time, reads = _translate(flow, text)
+            coll, time, reads, errors = _translate(flow, text, name)
+            catalog.register_errors(flow, name, errors)
         catalog.register(flow, name, coll, time, reads)
+    if not isinstance(text, Collection):
+        _label(added, name)
     return coll
 
 

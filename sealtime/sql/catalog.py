@@ -5,7 +5,11 @@
 * a subsource of a source with several outputs (`Nexmark`) is ``source.subsource``,
   e.g. ``nexmark.bid``;
 * ``flow.create_view("name", "SELECT ...")`` registers ``name`` (a `Collection` may be
-  registered too: ``flow.create_view("bids", nexmark["bid"])``).
+  registered too: ``flow.create_view("bids", nexmark["bid"])``);
+* ``source.errors`` and ``source.late`` are a source's rejected and late records
+  (``raw``, ``reason`` / the source's columns and ``reason``), ``view.errors`` the rows
+  a view's expressions failed on (``view``, ``error``, ``reason``, ``raw``): relations
+  like the others, for SELECT, views, sinks and SUBSCRIBE.
 
 Names are case-insensitive, as in Spark. The registry lives on the `Dataflow` object.
 """
@@ -22,7 +26,7 @@ from ..plan import Source
 if TYPE_CHECKING:
     from ..dataflow.dataflow import Dataflow
 
-__all__ = ["Table", "lookup", "register", "table_names"]
+__all__ = ["Table", "lookup", "register", "register_errors", "table_names"]
 
 
 @dataclass
@@ -86,6 +90,10 @@ def lookup(flow: Dataflow, name: str, db: str | None = None) -> Table | None:
         if source is None:
             return None
         match = [s for s in _subsources(source) if s.lower() == name.lower()]
+        if not match and name.lower() in ("errors", "late"):
+            side = getattr(source.collection, name.lower())
+            reg[key] = Table(f"{source.name}.{name.lower()}", side, None, frozenset({source.name}))
+            return reg[key]
         if not match:
             return None
         sub = source.collection.subsource(match[0])
@@ -98,9 +106,19 @@ def lookup(flow: Dataflow, name: str, db: str | None = None) -> Table | None:
 
 
 def table_names(flow: Dataflow) -> list[str]:
-    """Every name SQL can use in this dataflow (sources, subsources, views)."""
+    """Every name SQL can use in this dataflow (sources, subsources, views, and their
+    errors and late records)."""
     names = [t.name for t in _sources(flow).values()]
     for t in _sources(flow).values():
         names += [f"{t.name}.{s}" for s in _subsources(t)]
-    names += [t.name for t in _registry(flow).values()]
+        names += [f"{t.name}.errors", f"{t.name}.late"]
+    names += [t.name for k, t in _registry(flow).items() if not k.startswith("#")]
     return sorted(set(names))
+
+
+def register_errors(flow: Dataflow, view: str, errors: Collection) -> None:
+    """Register `errors` as table ``view.errors`` (the rows the view's expressions
+    failed on); an unnamed query's (``#<node id>``) is reachable through
+    `sealtime.sql.errors_of` only."""
+    name = f"{view}.errors"
+    _registry(flow)[name.lower()] = Table(name, errors, None, frozenset({view}))

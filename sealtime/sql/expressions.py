@@ -35,6 +35,8 @@ from .relation import Relation
 __all__ = [
     "NONDETERMINISTIC",
     "check_scalar",
+    "spark_functions",
+    "user_name",
     "compile_expr",
     "conjuncts",
     "function_name",
@@ -79,6 +81,70 @@ def function_name(node: exp.Expr) -> str | None:
     return None
 
 
+def user_name(node: exp.Expr, parsed: Parsed) -> str:
+    """A function call's name as the user wrote it (``collect_list``, not sqlglot's
+    ``ARRAY_AGG``), upper case; sqlglot's name when the text has no position for it."""
+    start = parsed.start_of(node)
+    if start is not None:
+        text = parsed.text
+        end = start
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            end += 1
+        word = text[start:end]
+        if (
+            word
+            and text[end : end + 1].lstrip() in ("(", "")
+            and (word[0].isalpha() or word[0] == "_")
+        ):
+            rest = text[end:].lstrip()
+            if rest.startswith("("):
+                return word.upper()
+    return function_name(node) or type(node).__name__.upper()
+
+
+_FUNCTIONS: set[str] = set()
+
+
+def spark_functions() -> set[str]:
+    """The names (upper case) of Spark SQL's functions in the active session, listed
+    once per process (``SHOW FUNCTIONS``)."""
+    if not _FUNCTIONS:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            return set()
+        rows = spark.sql("SHOW FUNCTIONS").collect()
+        _FUNCTIONS.update(str(r[0]).split(".")[-1].upper() for r in rows)
+    return _FUNCTIONS
+
+
+def _unknown_function(n: exp.Anonymous, parsed: Parsed) -> SqlError | None:
+    """A `SqlError` when `n` calls a function Spark does not have (with the closest
+    names), None otherwise."""
+    import difflib
+
+    from .aggregate import AGGREGATE_NAMES
+
+    name = str(n.name).upper()
+    known = spark_functions()
+    if not known or name in known or name in AGGREGATE_NAMES or name in _TVF_NAMES:
+        return None
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = {"AVERAGE": ["AVG"], "MEAN": ["AVG"], "LEN": ["LENGTH"]}.get(name, close)
+    line, col = parsed.locate(n)
+    also = f"; did you mean {' or '.join(hint)}?" if hint else ""
+    return SqlError(
+        "unknown function",
+        f"{user_name(n, parsed)}() is not a Spark SQL function{also}",
+        line=line,
+        col=col,
+    )
+
+
+_TVF_NAMES = frozenset({"TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE", "MZ_NOW"})
+
+
 def window_name(fn: exp.Expr) -> str:
     """``SUM`` for ``SUM(v) OVER``, ``ROW_NUMBER()`` for ``ROW_NUMBER() OVER``."""
     name = function_name(fn) or fn.sql(dialect="spark")
@@ -113,9 +179,34 @@ def output_name(item: exp.Expr) -> str:
     return item.sql(dialect="spark")
 
 
-def check_scalar(node: exp.Expr, parsed: Parsed, context: str, *, aggregates: bool = False) -> None:
-    """Refuse what cannot be evaluated per row in `context` (e.g. ``"WHERE"``)."""
+def check_scalar(
+    node: exp.Expr,
+    parsed: Parsed,
+    context: str,
+    *,
+    aggregates: bool = False,
+    windows: bool = False,
+) -> None:
+    """Refuse what cannot be evaluated per row in `context` (e.g. ``"WHERE"``);
+    `aggregates` / `windows` allow aggregate calls / window functions (``OVER``)."""
+    from .aggregate import is_aggregate
+
     for n in node.walk():
+        if isinstance(n, exp.Anonymous):
+            unknown = _unknown_function(n, parsed)
+            if unknown is not None:
+                raise unknown
+        if isinstance(n, exp.Anonymous) and str(n.name).upper() == "MZ_NOW":
+            line, col = parsed.locate(n)
+            raise SqlError(
+                "mz_now()",
+                f"mz_now() is allowed only in a temporal filter: a WHERE condition "
+                f"mz_now() < expression (or <=, >, >=, =, BETWEEN) ANDed with the others, "
+                f"not in {context}",
+                line=line,
+                col=col,
+                hint="Collection.temporal_filter(until=..., since=...)",
+            )
         if isinstance(n, (exp.Subquery, exp.Exists)) or (
             isinstance(n, exp.Select) and n is not node
         ):
@@ -128,26 +219,28 @@ def check_scalar(node: exp.Expr, parsed: Parsed, context: str, *, aggregates: bo
                 col=col,
                 hint="Collection.join(other, on=..., how='inner'|'left')",
             )
-        if isinstance(n, exp.Window):
+        if isinstance(n, exp.Window) and not windows:
             line, col = parsed.locate(n)
             raise SqlError(
-                f"window function {window_name(n.this)} OVER",
-                "window functions are supported only as top-k: SELECT ... FROM (SELECT ..., "
-                "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn FROM t) WHERE rn <= k",
+                f"window function {user_name(n.this, parsed)} OVER",
+                f"window functions (OVER) are allowed in the SELECT list of a query without "
+                f"GROUP BY, not in {context}; compute them in a subquery",
                 line=line,
                 col=col,
-                hint="Collection.top_k(by=..., order_by=..., k=...)",
+                hint="Collection.over(by=..., order_by=..., name=...)",
             )
-        if isinstance(n, exp.AggFunc) and not aggregates:
+        if is_aggregate(n) and not aggregates and n.find_ancestor(exp.Window) is None:
             line, col = parsed.locate(n)
             raise SqlError(
-                f"aggregate {function_name(n)}",
+                f"aggregate {user_name(n, parsed)}",
                 f"an aggregate is not allowed in {context}; use GROUP BY/HAVING",
                 line=line,
                 col=col,
                 hint="Collection.aggregate(by=..., name=st.sum(...))",
             )
         name = function_name(n)
+        if isinstance(n, (exp.Anonymous, exp.Func)):
+            name = user_name(n, parsed) if name is not None else None
         if name in NONDETERMINISTIC:
             line, col = parsed.locate(n)
             raise SqlError(

@@ -103,7 +103,32 @@ class Parsed:
         if node is None:
             return None
         starts = [s for s in map(_meta_start, node.walk()) if s is not None]
-        return min(starts) if starts else None
+        if not starts:
+            return None
+        start = min(starts)
+        if isinstance(node, exp.Func) and not self._word_call_at(start):
+            # (sqlglot records no token for some calls, e.g. percentile_approx, only
+            # for their arguments: the call starts at the name before its "(")
+            i = start - 1
+            while i >= 0 and self.text[i].isspace():
+                i -= 1
+            if i >= 0 and self.text[i] == "(":
+                i -= 1
+                while i >= 0 and self.text[i].isspace():
+                    i -= 1
+                j = i
+                while j >= 0 and (self.text[j].isalnum() or self.text[j] == "_"):
+                    j -= 1
+                if j < i:
+                    start = j + 1
+        return start
+
+    def _word_call_at(self, offset: int) -> bool:
+        """Does a name followed by ``(`` start at `offset`?"""
+        end = offset
+        while end < len(self.text) and (self.text[end].isalnum() or self.text[end] == "_"):
+            end += 1
+        return end > offset and self.text[end:].lstrip().startswith("(")
 
     def locate(
         self,
@@ -173,12 +198,34 @@ def parse(text: str) -> Parsed:
     return statements[0]
 
 
+def _trailing_comma(text: str, tokens: list[Token]) -> None:
+    """Refuse ``SELECT a, FROM t`` as Spark 4 does (sqlglot would read it as ``SELECT
+    a FROM t``).
+
+    >>> parse("SELECT k,\\n  FROM t")
+    Traceback (most recent call last):
+    ...
+    sealtime.sql.errors.SqlError: syntax at line 1, column 9: [TRAILING_COMMA_IN_SELECT] ...
+    """
+    for comma, after in zip(tokens, tokens[1:]):
+        if comma.token_type == TokenType.COMMA and after.token_type == TokenType.FROM:
+            line, col = Parsed(exp.Null(), text, tokens).position(comma.start)
+            raise SqlError(
+                "syntax",
+                "[TRAILING_COMMA_IN_SELECT] a comma before FROM: remove it, or add the "
+                "missing column",
+                line=line,
+                col=col,
+            )
+
+
 def parse_statements(text: str) -> list[Parsed]:
     """Parse a text of statements separated by ``;``; each keeps the whole text (so
     positions are positions in the file) and its own tree."""
     if not isinstance(text, str):
         raise TypeError(f"SQL text must be a str, got {type(text).__name__}")
     tokens = sql_tokens(text)
+    _trailing_comma(text, tokens)
     try:
         trees = DIALECT.parser().parse(tokens, text)
     except ParseError as e:

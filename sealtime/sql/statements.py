@@ -38,7 +38,7 @@ or a name; a key alone means ``true``.
 >>> parse_statement(split("CREATE SOURCE s FROM KAFKA 'x' (FORMAT json)")[0])
 Traceback (most recent call last):
 ...
-sealtime.sql.errors.SqlError: CREATE SOURCE s at line 1, column 22: unknown connector KAFKA; use FILES, NATS or REDIS
+sealtime.sql.errors.SqlError: CREATE SOURCE s at line 1, column 22: unknown connector KAFKA; use FILES, NATS, REDIS or NEXMARK
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from .relation import Field, Relation
 if TYPE_CHECKING:
     from .translate import CteScope, Translator
 
-__all__ = ["MAX_RANKED", "Candidate", "candidate", "rank_bound", "translate"]
+__all__ = ["MAX_RANKED", "Candidate", "applies", "candidate", "rank_bound", "translate"]
 
 #: the largest k for which the ``rn`` column is computed (k top-k operators)
 MAX_RANKED = 20
@@ -118,6 +118,31 @@ def rank_bound(cond: exp.Expr, rn: str, alias: str | None, parsed: Parsed) -> in
     if op is exp.EQ and n == 1:
         return 1
     return None
+
+
+def applies(tr: Translator, outer: exp.Select, cand: Candidate) -> bool:
+    """Is `outer` over `cand` the top-k pattern: one ``ROW_NUMBER() OVER (... ORDER BY
+    ...) AS rn`` bounded by one upper bound on ``rn`` in the outer WHERE? (Other window
+    functions, and row numbers used otherwise, are computed in full: `sealtime.sql.over`.)"""
+    windows = [
+        it for it in cand.select.expressions if any(isinstance(n, exp.Window) for n in it.walk())
+    ]
+    if len(windows) != 1 or not isinstance(windows[0], exp.Alias):
+        return False
+    win = windows[0].this
+    if not isinstance(win, exp.Window) or not isinstance(win.this, exp.RowNumber):
+        return False
+    order = win.args.get("order")
+    if order is None or not order.expressions or win.args.get("spec") or win.args.get("alias"):
+        return False
+    rn = windows[0].alias
+    where = outer.args.get("where")
+    conds = conjuncts(where.this if where is not None else None)
+    ranked = [c for c in conds if any(_is_rn(n, rn, cand.alias) for n in c.walk())]
+    if len(ranked) != 1:
+        return False
+    k = rank_bound(ranked[0], rn, cand.alias, tr.parsed)
+    return k is not None and k >= 1
 
 
 def translate(tr: Translator, outer: exp.Select, item: exp.Expr, cand: Candidate) -> Relation:

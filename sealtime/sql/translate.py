@@ -27,6 +27,7 @@ Anything else raises `SqlError` naming the construct and its position.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,14 @@ from sqlglot import exp
 
 from ..columns import SYSTEM_COLUMNS, TIME
 from . import catalog
+from .checked import (
+    checked_struct,
+    classify,
+    error_struct,
+    failable_nodes,
+    may_fail,
+    only_where,
+)
 from .errors import SqlError
 from .expressions import (
     check_scalar,
@@ -128,6 +137,10 @@ class Translator:
     scopes: list[dict[str, CteScope]] = field(default_factory=list)
     #: the tables (sources, subsources, views) the query reads, by their names
     reads: set[str] = field(default_factory=set)
+    #: the view's name (in its errors' ``view`` column)
+    view: str = "sql"
+    #: the rows its expressions failed on, per operator (`sealtime.sql.checked`)
+    error_parts: list[Collection] = field(default_factory=list)
     _counter: int = 0
 
     # ------------------------------------------------------------------ helpers
@@ -173,6 +186,70 @@ class Translator:
         empty = self.flow.spark.createDataFrame([], schema)
         return empty.select(*columns).schema
 
+    # ------------------------------------------------------------------ checked evaluation
+    def raw_of(self, rel: Relation) -> Column:
+        """The row of `rel` as JSON (an error row's ``raw``)."""
+        fields = [f for f in rel.visible if not f.virtual] or rel.fields
+        named = [col_ref(f.physical).alias(f.name) for f in fields]
+        return F.to_json(F.struct(*named)) if named else F.lit("{}")
+
+    def compiler(self, rel: Relation, substitute: Any = None) -> Callable[[exp.Expr], Column]:
+        """Compiles a node of this query over `rel` (errors at the node's position)."""
+        return lambda n: compile_expr(n, rel, self.parsed, substitute)
+
+    def _route_errors(
+        self,
+        rel: Relation,
+        failed: Column,
+        nodes: list[exp.Expr],
+        compile_: Callable[[exp.Expr], Column],
+    ) -> None:
+        """Add to the view's errors the rows of `rel` where `failed` holds, classified by
+        the first of the failable `nodes` that raises on its own."""
+        schema = rel.collection.schema
+        inner = [n for node in nodes for n in failable_nodes(node)]
+
+        def types_of(operands: list[exp.Expr]) -> list[T.DataType]:
+            return [f.dataType for f in self.probe_schema(schema, [compile_(o) for o in operands])]
+
+        error, text = classify(inner, compile_, types_of)
+        row = error_struct(self.view, error, text, self.raw_of(rel))
+        self.error_parts.append(rel.collection.select(only_where(failed, row)))
+
+    def evaluate(
+        self,
+        rel: Relation,
+        items: list[tuple[exp.Expr | None, Column]],
+        compile_: Callable[[exp.Expr], Column] | None = None,
+    ) -> Collection:
+        """``select`` of the named columns of `items` ``(node, column)`` over `rel`. When
+        a node may raise (ANSI), the rows it raises on go to the view's errors and the
+        others on, with Spark's values (`sealtime.sql.checked`)."""
+        risky = [n for n, _ in items if n is not None and may_fail(n)]
+        if not risky:
+            return self.select_items(rel.collection, items)
+        self.select_items(rel.collection, items)  # (Spark's analysis errors, at the item)
+        s = checked_struct([c for _, c in items])
+        out = rel.collection.select(only_where(s.isNotNull(), s))
+        self._route_errors(rel, s.isNull(), risky, compile_ or self.compiler(rel))
+        return out
+
+    def checked_filter(
+        self,
+        rel: Relation,
+        node: exp.Expr,
+        condition: Column,
+        compile_: Callable[[exp.Expr], Column] | None = None,
+    ) -> Collection:
+        """``filter(condition)`` over `rel`; rows the condition raises on go to the
+        view's errors."""
+        if not may_fail(node):
+            return rel.collection.filter(condition)
+        s = checked_struct([condition.alias("p")])
+        out = rel.collection.filter(F.coalesce(s.getField("p"), F.lit(False)))
+        self._route_errors(rel, s.isNull(), [node], compile_ or self.compiler(rel))
+        return out
+
     # ------------------------------------------------------------------ queries
     def query(self, node: exp.Expr) -> Relation:
         """Translate a query (SELECT, set operation, parenthesized query)."""
@@ -204,24 +281,27 @@ class Translator:
         return self._query(node)
 
     def _query(self, node: exp.Expr) -> Relation:
+        if any(node.args.get(k) for k in ("order", "limit", "offset")) and isinstance(
+            node, (exp.Select, exp.SetOperation, exp.Subquery)
+        ):
+            from . import limits
+
+            return limits.translate(self, node)
         if isinstance(node, exp.Select):
             return self.select(node)
         if isinstance(node, exp.Subquery):
             self.check_modifiers(node)
             return self.query(node.this)
+        if isinstance(node, exp.Union) and node.args.get("distinct"):
+            self.check_modifiers(node)
+            return self.distinct(self.union(node))
         if isinstance(node, exp.Union):
             return self.union(node)
         if isinstance(node, (exp.Intersect, exp.Except)):
-            word = "INTERSECT" if isinstance(node, exp.Intersect) else "EXCEPT"
-            raise self.error(
-                word,
-                f"{word} is not supported",
-                node.expression,
-                keyword=word if word != "EXCEPT" else "EXCEPT",
-                hint="Collection.join / Collection.negate + union"
-                if word == "EXCEPT"
-                else "Collection.join",
-            )
+            from . import setops
+
+            self.check_modifiers(node)
+            return setops.translate(self, node)
         raise self.error(
             f"{type(node).__name__} statement",
             "a view is defined by a query (SELECT ...)",
@@ -237,21 +317,18 @@ class Translator:
 
     # ------------------------------------------------------------------ set operations
     def union(self, node: exp.Union) -> Relation:
+        """``UNION ALL`` chains (and the two sides of a ``UNION``, distinct after)."""
         self.check_modifiers(node)
         branches: list[exp.Expr] = []
 
-        def flatten(n: exp.Expr) -> None:
-            if isinstance(n, exp.Union) and not n.args.get("with_"):
+        def flatten(n: exp.Expr, top: bool = False) -> None:
+            if (
+                isinstance(n, exp.Union)
+                and not n.args.get("with_")
+                and (top or not n.args.get("distinct"))
+                and not any(n.args.get(k) for k in ("order", "limit", "offset"))
+            ):
                 self.check_modifiers(n)
-                if n.args.get("distinct"):
-                    raise self.error(
-                        "UNION",
-                        "UNION (without ALL) removes duplicates; write UNION ALL, and SELECT "
-                        "DISTINCT * FROM (... UNION ALL ...) if duplicates must go",
-                        n.expression,
-                        keyword="UNION",
-                        hint="Collection.union(...).distinct()",
-                    )
                 if n.args.get("by_name"):
                     raise self.error(
                         "UNION BY NAME",
@@ -264,17 +341,29 @@ class Translator:
             else:
                 branches.append(n)
 
-        flatten(node)
+        flatten(node, top=True)
         rels = [self.query(b) for b in branches]
+        word = "UNION" if node.args.get("distinct") else "UNION ALL"
+        names, colls, time = self.aligned(word, node, branches, rels)
+        priority = self.fresh("__prio", names)
+        out = colls[0].union(*colls[1:], priority_column=priority)
+        return Relation(out, [Field(n, n) for n in names], time_column=time, priority=priority)
+
+    def aligned(
+        self, word: str, node: exp.Expr, branches: list[exp.Expr], rels: list[Relation]
+    ) -> tuple[list[str], list[Collection], str | None]:
+        """The branches of a set operation with the first one's column names and types
+        Spark widens them to (or a refusal): their names, collections and common time
+        column (None unless every branch has its time column at the same position)."""
         first = rels[0]
         names = [f.name for f in first.visible]
         columns: list[list[Column]] = [[] for _ in rels]
         for i, (branch, rel) in enumerate(zip(branches, rels)):
             if len(rel.visible) != len(names):
                 raise self.error(
-                    "UNION ALL",
+                    word,
                     f"branch {i + 1} has {len(rel.visible)} columns, the first has "
-                    f"{len(names)}; UNION ALL matches columns by position",
+                    f"{len(names)}; {word} matches columns by position",
                     branch,
                     fallback=branch,
                 )
@@ -300,12 +389,12 @@ class Translator:
                     )
                 except Exception as e:
                     raise self.error(
-                        "UNION ALL",
+                        word,
                         f"column {j + 1} ({name!r}) has types "
                         f"{', '.join(t.simpleString() for t in types)} with no common type; "
                         "CAST them",
-                        node.expression,
-                        keyword="UNION",
+                        node.expression if isinstance(node.expression, exp.Expr) else node,
+                        keyword=word.split()[0],
                     ) from e
             all_types.append(types)
             common_types.append(common)
@@ -324,8 +413,6 @@ class Translator:
                 colls.append(rel.collection)  # already these columns, in this order
             else:
                 colls.append(rel.collection.select(*cols))
-        priority = self.fresh("__prio", names)
-        out = colls[0].union(*colls[1:], priority_column=priority)
         time = None
         time_names = {
             (rel.visible.index(f) if f in rel.visible else None)
@@ -337,7 +424,7 @@ class Translator:
             (pos,) = time_names
             if pos is not None:
                 time = names[pos]
-        return Relation(out, [Field(n, n) for n in names], time_column=time, priority=priority)
+        return names, colls, time
 
     # ------------------------------------------------------------------ SELECT
     def select(
@@ -370,43 +457,83 @@ class Translator:
                 )
             joins = node.args.get("joins") or []
             inner = None if joins else topk.candidate(self, from_.this)
-            if inner is not None:
+            if inner is not None and topk.applies(self, node, inner):
                 return topk.translate(self, node, from_.this, inner)
-            rel = self.from_item(from_.this)
-            for j in joins:
-                rel = self.join(rel, j)
+            rel = self.from_clause(node)
         if where is True:
             w = node.args.get("where")
             condition = w.this if w is not None else None
         else:
             condition = where or None
         if condition is not None:
-            rel = self.filter(rel, condition, "WHERE")
+            rel = self.where(rel, condition)
         items = list(node.expressions)
         group = node.args.get("group")
         having = node.args.get("having")
         is_agg = (
             group is not None
             or having is not None
-            or any(
-                isinstance(n, exp.AggFunc) and not n.find_ancestor(exp.Window)
-                for i in items
-                for n in i.walk()
-            )
+            or any(aggregate.is_aggregate(n) for i in items for n in aggregate.outer_nodes(i))
         )
         if is_agg:
             rel = aggregate.translate(self, node, rel)
         else:
+            from . import over, subqueries
+
+            rel, items = subqueries.scalars(self, rel, items)
+            if any(isinstance(n, exp.Window) for i in items for n in i.walk()):
+                rel, items = over.translate(self, rel, items)
             rel = self.project(items, rel)
         if distinct is not None:
             rel = self.distinct(rel)
+        return rel
+
+    def from_clause(self, node: exp.Select) -> Relation:
+        """The relation of a SELECT's FROM item and its joins."""
+        from_ = node.args["from_"]
+        rel = self.from_item(from_.this)
+        for j in node.args.get("joins") or []:
+            rel = self.join(rel, j)
+        return rel
+
+    def where(self, rel: Relation, condition: exp.Expr) -> Relation:
+        """``WHERE condition``: plain conjuncts as one (checked) filter, subquery
+        predicates as semi/anti-joins (`sealtime.sql.subqueries`), temporal conjuncts
+        (``mz_now()``) as one temporal filter (`sealtime.sql.temporal`), in that order."""
+        from . import subqueries, temporal
+
+        plain: list[exp.Expr] = []
+        predicates: list[exp.Expr] = []
+        bounds: list[exp.Expr] = []
+        for c in conjuncts(condition):
+            if temporal.is_temporal(c):
+                bounds.append(c)
+            elif subqueries.is_predicate(c):
+                predicates.append(c)
+            else:
+                plain.append(c)
+        if plain:
+            rel, plain = subqueries.scalars(self, rel, plain)
+            if len(plain) == 1 or predicates or bounds:
+                cond = plain[0]
+                for c in plain[1:]:
+                    cond = exp.and_(cond, c)
+            else:
+                cond = condition  # (the text as written: errors point into it)
+                if any(s is not o for s, o in zip(plain, conjuncts(condition))):
+                    cond = exp.and_(*plain)
+            rel = self.filter(rel, cond, "WHERE")
+        for c in predicates:
+            rel = subqueries.predicate(self, rel, c)
+        if bounds:
+            rel = temporal.translate(self, rel, bounds)
         return rel
 
     def filter(self, rel: Relation, condition: exp.Expr, context: str) -> Relation:
         check_scalar(condition, self.parsed, context)
         cond = compile_expr(condition, rel, self.parsed)
         with spark_errors(self.parsed, condition, context):
-            out = rel.collection.filter(cond)
+            out = self.checked_filter(rel, condition, cond)
         return Relation(out, rel.fields, rel.time_column, rel.priority, rel.session_keys)
 
     def expand(self, items: list[exp.Expr], rel: Relation) -> list[tuple[str, exp.Expr]]:
@@ -492,7 +619,7 @@ class Translator:
             else:
                 columns.append((items[0], col_ref(priority)))
         with spark_errors(self.parsed, items[0] if items else None, "SELECT"):
-            out = self.select_items(rel.collection, columns)
+            out = self.evaluate(rel, columns)
         return Relation(out, [Field(n, n) for n in names], time, priority)
 
     def strip(self, rel: Relation) -> Relation:
@@ -612,6 +739,7 @@ class Translator:
             "TUMBLE": "collection.window(st.Tumbling(size))",
             "HOP": "collection.window(st.Sliding(size, slide))",
             "SESSION": "collection.window(st.Session(gap))",
+            "CUMULATE": "collection.cumulate(size, step)",
         }[call.kind]
         rel = self.from_item(call.table)
         if rel.window is not None:
@@ -649,7 +777,10 @@ class Translator:
         if call.kind == "SESSION":
             session_keys = [rel.resolve(c, self.parsed).physical for c in call.partition]
         rel = self.strip(rel)
-        out = rel.collection.window(call.spec)
+        if call.kind == "CUMULATE":
+            out = rel.collection.cumulate(call.spec.size, call.spec.step)  # type: ignore[attr-defined]
+        else:
+            out = rel.collection.window(call.spec)
         fields = [f for f in rel.fields if f.name.lower() not in ("window_start", "window_end")]
         fields += [
             Field("window_start", "window_start", None, virtual=call.kind == "SESSION"),
@@ -660,6 +791,9 @@ class Translator:
 
     # ------------------------------------------------------------------ JOIN
     def join(self, left: Relation, node: exp.Join) -> Relation:
+        """``left <kind> JOIN <node>``: every kind (`sealtime.sql.joins`)."""
+        from . import joins
+
         side = (node.side or "").upper()
         kind = (node.kind or "").upper()
         right_node = node.this
@@ -671,64 +805,26 @@ class Translator:
                 keyword=node.method.upper(),
                 hint="Collection.join(other, on=[...])",
             )
-        if kind in ("SEMI", "ANTI"):
-            raise self.error(
-                f"{side + ' ' if side else ''}{kind} JOIN",
-                "not supported; an INNER JOIN with a DISTINCT subquery of the other side "
-                "does a semi-join",
-                right_node,
-                keyword=side or kind,
-                hint="Collection.join(other.select(keys).distinct(), on=keys)",
-            )
-        if side in ("RIGHT", "FULL"):
-            hint = (
-                "swap the tables and use LEFT JOIN; Collection.join(other, on=..., how='left')"
-                if side == "RIGHT"
-                else None
-            )
-            raise self.error(
-                f"{side} JOIN",
-                f"{side} OUTER joins are not supported; INNER and LEFT are",
-                right_node,
-                keyword=side,
-                hint=hint,
-            )
         on = node.args.get("on")
         using = node.args.get("using")
-        start = self.parsed.start_of(right_node)
-        before = [tok for tok in self.parsed.tokens if start is not None and tok.start < start]
-        if kind == "CROSS" and before and before[-1].text == ",":
+        how = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
+        if kind in ("SEMI", "ANTI") and how != "left" and side:
             raise self.error(
-                "comma join",
-                "FROM a, b is a cross join; only equi-joins are supported: "
-                "JOIN ... ON a.x = b.y [AND ...] or USING (...)",
-                right_node,
-                keyword=",",
-                hint="Collection.join(other, on=[...])",
+                f"{side} {kind} JOIN", f"write LEFT {kind} JOIN", right_node, keyword=side
             )
-        if kind == "CROSS" or (on is None and not using):
-            raise self.error(
-                "CROSS JOIN" if kind == "CROSS" else "join without ON",
-                "only equi-joins are supported: JOIN ... ON a.x = b.y [AND ...] or USING (...)",
-                right_node,
-                keyword="CROSS" if kind == "CROSS" else "JOIN",
-                fallback=right_node,
-                hint="Collection.join(other, on=[...])",
-            )
-        how = "left" if side == "LEFT" else "inner"
         right = self.from_item(right_node)
         left = self.strip(left)
         right = self.strip(right)
-        pairs: list[tuple[exp.Expr, exp.Expr]] = []
-        post: list[exp.Expr] = []
-        pre_right: list[exp.Expr] = []
+        cond = joins.Condition()
         using_right: set[str] = set()
+        pre_left: list[exp.Expr] = []
+        pre_right: list[exp.Expr] = []
         if using:
             for ident in using:
                 c = exp.Column(this=ident.copy())
                 lf = left.resolve(c, self.parsed)
                 rf = right.resolve(c, self.parsed)
-                pairs.append(
+                cond.pairs.append(
                     (
                         exp.Column(this=exp.Identifier(this=lf.name), table=_ident(lf.qualifier)),
                         exp.Column(this=exp.Identifier(this=rf.name), table=_ident(rf.qualifier)),
@@ -743,91 +839,127 @@ class Translator:
                     ls = self._sides(c.this, left, right)
                     rs = self._sides(c.expression, left, right)
                     if ls == {"L"} and rs == {"R"}:
-                        pairs.append((c.this, c.expression))
+                        cond.pairs.append((c.this, c.expression))
                         continue
                     if ls == {"R"} and rs == {"L"}:
-                        pairs.append((c.expression, c.this))
+                        cond.pairs.append((c.expression, c.this))
                         continue
-                if how == "inner":
-                    post.append(c)
-                elif sides <= {"R"}:
-                    pre_right.append(c)
+                if sides <= {"R"} and how in ("left", "inner") and kind not in ("ANTI",):
+                    pre_right.append(c)  # (a condition on the right side alone filters it)
+                elif sides <= {"L"} and how in ("right", "inner") and kind not in ("SEMI", "ANTI"):
+                    pre_left.append(c)
                 else:
-                    raise self.error(
-                        "LEFT JOIN condition",
-                        f"{c.sql(dialect='spark')!r} is not an equality between the two "
-                        "sides nor a condition on the right side alone; a LEFT JOIN keeps "
-                        "every left row, so it cannot be applied as a filter",
-                        c,
-                        fallback=c,
-                        hint="Collection.join(other, on=[...], how='left')",
-                    )
-            if not pairs:
-                raise self.error(
-                    "non-equi join",
-                    "the ON condition has no equality between a column expression of each "
-                    "side; only equi-joins are supported",
-                    on,
-                    keyword="ON",
-                    hint="Collection.join(other, on=[...])",
-                )
+                    cond.residual.append(c)
+            if how == "inner" and kind not in ("SEMI", "ANTI"):
+                cond.interval = self._interval(cond, left, right)
         for c in pre_right:
             right = self.filter(right, c, "JOIN ... ON")
-        # physical names: left keeps its own; right renames clashes; keys are fresh
-        left_phys = list(dict.fromkeys(f.physical for f in left.fields))
-        right_phys = list(dict.fromkeys(f.physical for f in right.fields))
-        taken = set(left_phys) | set(right_phys)
-        rename = {}
-        for p in right_phys:
-            rename[p] = self.fresh(f"{p}_", taken | set(rename.values())) if p in left_phys else p
-        keys = [self.fresh("__k", taken | set(rename.values())) for _ in pairs]
-        lkeys, rkeys = [], []
-        for le, re_ in pairs:
-            lkeys.append(compile_expr(le, left, self.parsed))
-            rkeys.append(compile_expr(re_, right, self.parsed))
-        ltypes = self.probe_schema(left.collection.schema, lkeys)
-        rtypes = self.probe_schema(right.collection.schema, rkeys)
-        for i, (lt, rt) in enumerate(zip(ltypes.fields, rtypes.fields)):
-            common = lt.dataType
-            if lt.dataType != rt.dataType:
-                numeric = isinstance(lt.dataType, T.NumericType) and isinstance(
-                    rt.dataType, T.NumericType
-                )
-                if not numeric:
-                    le, _ = pairs[i]
-                    raise self.error(
-                        "join key types",
-                        f"{pairs[i][0].sql(dialect='spark')} is {lt.dataType.simpleString()} "
-                        f"and {pairs[i][1].sql(dialect='spark')} is "
-                        f"{rt.dataType.simpleString()}; CAST one side to the other's type",
-                        le,
-                        fallback=le,
-                    )
-                common = (
-                    self.probe_schema(
-                        T.StructType(
-                            [T.StructField("a", lt.dataType), T.StructField("b", rt.dataType)]
-                        ),
-                        [F.expr("coalesce(a, b)")],
-                    )
-                    .fields[0]
-                    .dataType
-                )
-            lkeys[i] = (lkeys[i] if lt.dataType == common else lkeys[i].cast(common)).alias(keys[i])
-            rkeys[i] = (rkeys[i] if rt.dataType == common else rkeys[i].cast(common)).alias(keys[i])
-        lcol = left.collection.select(*[col_ref(p) for p in left_phys], *lkeys)
-        rcol = right.collection.select(*[col_ref(p).alias(rename[p]) for p in right_phys], *rkeys)
-        joined = lcol.join(rcol, on=keys, how=how)
-        fields = list(left.fields)
-        for f in right.fields:
-            g = Field(f.name, rename[f.physical], f.qualifier, f.in_star, f.qualified_only)
-            if f.physical in using_right:
-                g = Field(g.name, g.physical, g.qualifier, in_star=False, qualified_only=True)
-            fields.append(g)
-        rel = Relation(joined, fields)
-        for c in post:
-            rel = self.filter(rel, c, "JOIN ... ON")
+        for c in pre_left:
+            left = self.filter(left, c, "JOIN ... ON")
+        if kind in ("SEMI", "ANTI"):
+            return joins.semi_join(self, left, right, cond, anti=kind == "ANTI")
+        rel = joins.join(self, left, right, cond, how, using_right)
+        if using and how in ("right", "full"):
+            rel = self._using_keys(rel, using, left, right, how)
         return rel
+
+    def _using_keys(
+        self, rel: Relation, using: list[exp.Expr], left: Relation, right: Relation, how: str
+    ) -> Relation:
+        """After a RIGHT or FULL JOIN ... USING: the unqualified key is the right side's
+        (RIGHT) or the first non-NULL of both (FULL), as in Spark."""
+        fields = list(rel.fields)
+        extra: dict[str, Column] = {}
+        n_left = len(left.fields)
+        for ident in using:
+            name = ident.name
+            li = next(i for i, f in enumerate(fields[:n_left]) if f.matches(name, None))
+            ri = n_left + next(
+                i for i, f in enumerate(fields[n_left:]) if f.name.lower() == name.lower()
+            )
+            lf, rf = fields[li], fields[ri]
+            if how == "right":
+                target = rf.physical
+            else:
+                target = self.fresh("__u", rel.collection.columns + list(extra))
+                extra[target] = F.coalesce(col_ref(lf.physical), col_ref(rf.physical))
+            fields[li] = Field(lf.name, lf.physical, lf.qualifier, False, True)
+            fields[ri] = Field(rf.name, rf.physical, rf.qualifier, False, True)
+            fields.insert(li, Field(name, target, None))
+            n_left += 1
+        out = rel.collection.with_columns(extra) if extra else rel.collection
+        return Relation(out, fields)
+
+    def _interval(self, cond: Any, left: Relation, right: Relation) -> Any:
+        """The interval-join bounds the residual conditions give, when they bound one
+        side's time column by the other's on both sides (else None)."""
+        from .joins import IntervalBounds
+        from .tvf import interval_ms
+
+        if left.time_column is None or right.time_column is None:
+            return None
+        lower: int | None = None
+        upper: int | None = None
+
+        def side_time(e: exp.Expr) -> str | None:
+            """ "L"/"R" when `e` is that side's time column."""
+            if not isinstance(e, exp.Column):
+                return None
+            for tag, rel in (("L", left), ("R", right)):
+                found = rel.try_resolve(e)
+                if len(found) == 1 and found[0].physical == rel.time_column:
+                    return tag
+            return None
+
+        def offset(e: exp.Expr) -> tuple[str, int] | None:
+            """``t``, ``t + x`` or ``t - x`` with `t` a time column, x ms or an interval."""
+            if side_time(e) is not None:
+                return side_time(e), 0  # type: ignore[return-value]
+            if isinstance(e, (exp.Add, exp.Sub)) and side_time(e.this) is not None:
+                amount = e.expression
+                if isinstance(amount, exp.Literal) and not amount.is_string:
+                    try:
+                        ms = int(str(amount.this))
+                    except ValueError:
+                        return None
+                else:
+                    try:
+                        ms = interval_ms(amount, self.parsed, "bound", allow_zero=True)
+                    except SqlError:
+                        return None
+                return side_time(e.this), ms if isinstance(e, exp.Add) else -ms  # type: ignore[return-value]
+            return None
+
+        def bound(lhs: exp.Expr, rhs: exp.Expr, op: str) -> None:
+            """Record ``lhs op rhs`` (op: <=, <, >=, >) when it bounds R's time by L's."""
+            nonlocal lower, upper
+            a, b = offset(lhs), offset(rhs)
+            if a is None or b is None or a[0] == b[0]:
+                return
+            if a[0] == "L":  # flip to R on the left
+                a, b = b, a
+                op = {"<=": ">=", "<": ">", ">=": "<=", ">": "<"}[op]
+            # R.t + a1 op L.t + b1  ->  R.t op L.t + (b1 - a1)
+            d = b[1] - a[1]
+            if op == "<=":
+                upper = d if upper is None else min(upper, d)
+            elif op == "<":
+                upper = d - 1 if upper is None else min(upper, d - 1)
+            elif op == ">=":
+                lower = d if lower is None else max(lower, d)
+            else:
+                lower = d + 1 if lower is None else max(lower, d + 1)
+
+        for c in cond.residual:
+            if isinstance(c, exp.Between):
+                bound(c.this, c.args["low"], ">=")
+                bound(c.this, c.args["high"], "<=")
+            elif isinstance(c, (exp.LTE, exp.LT, exp.GTE, exp.GT)):
+                op = {exp.LTE: "<=", exp.LT: "<", exp.GTE: ">=", exp.GT: ">"}[type(c)]
+                bound(c.this, c.expression, op)
+        if lower is None or upper is None or lower > upper:
+            return None
+        return IntervalBounds(lower, upper)
 
     def _sides(self, node: exp.Expr, left: Relation, right: Relation) -> set[str]:
         sides: set[str] = set()

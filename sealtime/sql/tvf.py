@@ -3,6 +3,8 @@
 * ``TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset])`` -> ``st.Tumbling(size, offset)``
 * ``HOP(TABLE t, DESCRIPTOR(ts), slide, size)`` -> ``st.Sliding(size, slide)`` (Flink's
   argument order: the slide comes before the size)
+* ``CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)`` -> ``collection.cumulate(size,
+  step)`` (Flink's order: the step, then the largest size; the size a multiple of it)
 * ``SESSION(TABLE t [PARTITION BY k | (k1, k2)], DESCRIPTOR(ts), gap)`` ->
   ``st.Session(gap)``; sessions are formed per key by the ``GROUP BY`` (or top-k) that
   follows, so its keys must be the ``PARTITION BY`` keys
@@ -35,6 +37,7 @@ from sqlglot import exp
 
 from ..durations import parse_duration
 from ..errors import ConfigError
+from ..plan.cumulate import Cumulating
 from ..plan.windows import Session, Sliding, Tumbling, WindowSpec
 from .errors import SqlError
 from .parse import Parsed
@@ -46,6 +49,7 @@ _HINTS = {
     "TUMBLE": "collection.window(st.Tumbling(size))",
     "HOP": "collection.window(st.Sliding(size, slide))",
     "SESSION": "collection.window(st.Session(gap))",
+    "CUMULATE": "collection.cumulate(size, step)",
 }
 
 
@@ -64,7 +68,7 @@ class WindowCall:
     node: exp.Expr
 
 
-def interval_ms(node: exp.Expr, parsed: Parsed, what: str) -> int:
+def interval_ms(node: exp.Expr, parsed: Parsed, what: str, *, allow_zero: bool = False) -> int:
     """Milliseconds of an ``INTERVAL`` literal (`what` names the argument in errors).
 
     >>> from sealtime.sql.parse import parse
@@ -98,7 +102,7 @@ def interval_ms(node: exp.Expr, parsed: Parsed, what: str) -> int:
         ms = parse_duration(text, f"window {what}")
     except ConfigError:
         raise bad from None
-    if ms <= 0:
+    if ms < 0 or (ms == 0 and not allow_zero):
         raise bad
     return ms
 
@@ -114,19 +118,13 @@ def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:
     if kind not in ("TUMBLE", "HOP", "SESSION", "CUMULATE"):
         return None
     line, col = parsed.locate(fn)
-    if kind == "CUMULATE":
-        raise SqlError(
-            "CUMULATE window",
-            "cumulating windows are not supported; use TUMBLE, HOP or SESSION",
-            line=line,
-            col=col,
-        )
     args = list(fn.expressions)
-    sizes = {"TUMBLE": (3, 4), "HOP": (4, 4), "SESSION": (3, 3)}[kind]
+    sizes = {"TUMBLE": (3, 4), "HOP": (4, 4), "SESSION": (3, 3), "CUMULATE": (4, 4)}[kind]
     usage = {
         "TUMBLE": "TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND)",
         "HOP": "HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
         "SESSION": "SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), INTERVAL '30' SECOND)",
+        "CUMULATE": "CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
     }[kind]
 
     def bad_argument(arg: exp.Expr, what: str) -> SqlError:
@@ -164,6 +162,10 @@ def window_call(node: exp.Expr, parsed: Parsed) -> WindowCall | None:
             slide = interval_ms(args[2], parsed, "slide")
             size = interval_ms(args[3], parsed, "size")
             spec = Sliding(size, slide)
+        elif kind == "CUMULATE":
+            step = interval_ms(args[2], parsed, "step")
+            size = interval_ms(args[3], parsed, "size")
+            spec = Cumulating(size, step)
         else:
             spec = Session(interval_ms(args[2], parsed, "gap"))
     except SqlError:

@@ -12,7 +12,15 @@ SUM/COUNT(*)/COUNT(x)/MIN/MAX/AVG/COUNT(DISTINCT), expressions over aggregates, 
 (also on aggregates not selected), INNER and LEFT equi-joins, UNION ALL, SELECT
 DISTINCT, CTEs, subqueries in FROM and top-k (ROW_NUMBER() ... <= k, with and without
 the rank column; its ORDER BY covers every selected column, so there are no ties
-between different rows and Spark's arbitrary tie-breaking cannot matter).
+between different rows and Spark's arbitrary tie-breaking cannot matter); and those
+of issue 33: RIGHT, FULL and LEFT joins with non-equi conditions, UNION [DISTINCT],
+INTERSECT [ALL], EXCEPT [ALL], [NOT] EXISTS, IN and scalar subqueries correlated on
+``ex``, window functions (ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD, SUM/MAX/AVG/COUNT
+OVER with default and ROWS frames), aggregates with FILTER (WHERE ...), SUM/AVG(DISTINCT),
+STDDEV, VAR_POP, count_if and a sorted collect_list, and temporal filters (``mz_now()``,
+which the oracle reads as the time folded into ``ex``: `oracle_text`). Global aggregates,
+ORDER BY ... LIMIT, uncorrelated subqueries, CUMULATE windows and interval joins are not
+keyed on ``ex``; `tests.sql.test_streaming_constructs` checks them at every time.
 """
 
 from __future__ import annotations
@@ -126,13 +134,29 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
         return draw(hs.sampled_from([*BASE.values(), *views]))
     kind = draw(
         hs.sampled_from(
-            ["project", "filter", "aggregate", "join", "union", "distinct", "topk", "cte"]
+            [
+                "project",
+                "filter",
+                "aggregate",
+                "join",
+                "union",
+                "distinct",
+                "topk",
+                "cte",
+                "outer_join",
+                "setop",
+                "subquery",
+                "over",
+                "temporal",
+            ]
         )
     )
     sub = relation(views, depth - 1, fresh)
     r = draw(sub)
     src = r.sql if r.sql.isidentifier() else f"({r.sql})"
     t = fresh()
+    if kind in ("outer_join", "setop", "subquery", "over", "temporal"):
+        return draw(_more(kind, r, src, t, sub, fresh))
     if kind == "project":
         items, cols = [f"{t}.ex"], []
         if r.has_k and draw(hs.booleans()):
@@ -153,15 +177,31 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
         items, cols = list(keys), [("k", "string")] if len(keys) > 1 else []
         nums = r.of(*NUM)
         calls = ["COUNT(*)"]
+        typed: dict[str, str] = {}  # (calls whose type the rule below does not give)
         for n in nums:
             calls += [f"SUM({t}.{n})", f"MIN({t}.{n})", f"MAX({t}.{n})", f"AVG({t}.{n})"]
             calls += [f"COUNT(DISTINCT {t}.{n})", f"SUM({t}.{n} * 2)"]
+            more = {
+                f"COUNT(*) FILTER (WHERE {t}.{n} > 1)": "long",
+                f"SUM({t}.{n}) FILTER (WHERE {t}.{n} % 2 = 0)": "double",
+                f"SUM(DISTINCT {t}.{n})": "double",
+                f"AVG(DISTINCT {t}.{n})": "double",
+                f"STDDEV({t}.{n})": "double",
+                f"VAR_POP({t}.{n})": "double",
+                f"count_if({t}.{n} >= 2)": "long",
+                # (sorted: a list's order is not a function of the input)
+                f"concat_ws(',', sort_array(collect_list(CAST({t}.{n} AS STRING))))": "string",
+            }
+            typed.update(more)
+            calls += list(more)
         for n in r.of("string"):
             calls += [f"COUNT({t}.{n})", f"MAX({t}.{n})", f"COUNT(DISTINCT {t}.{n})"]
         for call in draw(hs.lists(hs.sampled_from(calls), min_size=1, max_size=4, unique=True)):
             name = fresh("c")
             typ = (
-                "double"
+                typed[call]
+                if call in typed
+                else "double"
                 if call.startswith("AVG")
                 else "string"
                 if call.startswith("MAX") and call[4:-1].split(".")[-1] in r.of("string")
@@ -255,6 +295,143 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
         f"SELECT * FROM {name} WHERE {body}",
         r.cols,
     )
+
+
+@hs.composite
+def _more(draw, kind: str, r: Rel, src: str, t: str, sub, fresh) -> Rel:
+    """The constructs of issue 33: outer and non-equi joins, set operations, subqueries
+    in WHERE and SELECT, window functions (OVER) and temporal filters, each keyed on
+    ``ex`` like the others."""
+    nums = r.of(*NUM)
+    if kind == "outer_join":
+        r2 = draw(sub)
+        src2 = r2.sql if r2.sql.isidentifier() else f"({r2.sql})"
+        u = fresh()
+        on = f"{t}.ex = {u}.ex"
+        if r.has_k and r2.has_k and draw(hs.booleans()):
+            on += f" AND {t}.k = {u}.k"
+        n2 = r2.of(*NUM)
+        if nums and n2 and draw(hs.booleans()):  # (a non-equi condition)
+            on += f" AND {t}.{nums[0]} {draw(hs.sampled_from(['<', '>=', '<>']))} {u}.{n2[0]}"
+        how = draw(hs.sampled_from(["RIGHT JOIN", "FULL JOIN", "FULL OUTER JOIN", "LEFT JOIN"]))
+        # (an unmatched row of either side keeps its workload in ex)
+        items = [f"coalesce({t}.ex, {u}.ex) AS ex"]
+        cols = []
+        for rel, alias in ((r, t), (r2, u)):
+            for n, typ in rel.cols:
+                name = fresh("c")
+                items.append(f"{alias}.{n} AS {name}")
+                cols.append((name, typ))
+        return Rel(
+            f"SELECT {', '.join(items)} FROM {src} {t} {how} {src2} {u} ON {on}", tuple(cols)
+        )
+    if kind == "setop":
+        word = draw(
+            hs.sampled_from(
+                ["UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL", "UNION DISTINCT"]
+            )
+        )
+        parts = []
+        for rel in (r, draw(sub)):
+            srci = rel.sql if rel.sql.isidentifier() else f"({rel.sql})"
+            ti = fresh()
+            k = f"{ti}.k" if rel.has_k else "CAST(NULL AS STRING)"
+            nn = rel.of(*NUM)
+            # (few distinct values, so that the sides share rows)
+            x = f"CAST({ti}.{nn[0]} % 3 AS BIGINT)" if nn else "CAST(1 AS BIGINT)"
+            parts.append(f"SELECT {ti}.ex, {k} AS k, {x} AS x FROM {srci} {ti}")
+        return Rel(f" {word} ".join(parts), (("k", "string"), ("x", "long")))
+    if kind == "subquery":
+        r2 = draw(sub)
+        src2 = r2.sql if r2.sql.isidentifier() else f"({r2.sql})"
+        u = fresh()
+        n2 = r2.of(*NUM)
+        form = draw(hs.sampled_from(["exists", "not exists", "in", "scalar"]))
+        inner = f"{u}.ex = {t}.ex"
+        if form in ("exists", "not exists"):
+            if nums and n2 and draw(hs.booleans()):
+                inner += f" AND {u}.{n2[0]} > {t}.{nums[0]}"
+            elif n2 and draw(hs.booleans()):
+                inner += f" AND {u}.{n2[0]} > 1"
+            word = "EXISTS" if form == "exists" else "NOT EXISTS"
+            return Rel(
+                f"SELECT * FROM {src} {t} WHERE {word} (SELECT 1 FROM {src2} {u} WHERE {inner})",
+                r.cols,
+            )
+        if form == "in" and r.has_k and r2.has_k:
+            return Rel(
+                f"SELECT * FROM {src} {t} WHERE {t}.k IN (SELECT {u}.k FROM {src2} {u} "
+                f"WHERE {inner})",
+                r.cols,
+            )
+        call = draw(
+            hs.sampled_from(
+                ["COUNT(*)", *[f"MAX({u}.{n})" for n in n2], *[f"SUM({u}.{n})" for n in n2]]
+            )
+        )
+        name = fresh("c")
+        typ = "long" if call == "COUNT(*)" else dict(r2.cols)[call.split(".")[1][:-1]]
+        return Rel(
+            f"SELECT {t}.*, (SELECT {call} FROM {src2} {u} WHERE {inner}) AS {name} FROM {src} {t}",
+            (*r.cols, (name, typ)),
+        )
+    if kind == "over":
+        chosen = [n for n, typ in r.cols if typ in (*NUM, "string")][:3]
+        part = [f"{t}.ex"] + ([f"{t}.k"] if r.has_k and draw(hs.booleans()) else [])
+        # (the order covers every column: rows that tie are equal, so Spark's arbitrary
+        # order among them cannot change the answer)
+        order = (
+            ", ".join(
+                f"{t}.{n}{draw(hs.sampled_from(['', ' DESC', ' DESC NULLS LAST']))}" for n in chosen
+            )
+            or f"{t}.ex"
+        )
+        window = f"PARTITION BY {', '.join(part)} ORDER BY {order}"
+        options = [
+            ("ROW_NUMBER()", window, "long"),
+            ("RANK()", window, "long"),
+            ("DENSE_RANK()", window, "long"),
+            ("COUNT(*)", f"PARTITION BY {', '.join(part)}", "long"),
+        ]
+        for n in [n for n in nums if n in chosen]:  # (values the order determines)
+            typ = dict(r.cols)[n]
+            options += [
+                (f"LAG({t}.{n})", window, typ),
+                (f"LEAD({t}.{n}, 2)", window, typ),
+                (f"SUM({t}.{n})", window, typ),
+                (f"MAX({t}.{n})", f"{window} ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", typ),
+                (f"AVG({t}.{n})", f"PARTITION BY {', '.join(part)}", "double"),
+            ]
+        items, cols = (
+            [f"{t}.ex"] + [f"{t}.{n}" for n in chosen],
+            [(n, dict(r.cols)[n]) for n in chosen],
+        )
+        for fn, spec, typ in draw(hs.lists(hs.sampled_from(options), min_size=1, max_size=2)):
+            name = fresh("c")
+            items.append(f"{fn} OVER ({spec}) AS {name}")
+            cols.append((name, typ))
+        return Rel(f"SELECT {', '.join(items)} FROM {src} {t}", tuple(cols))
+    # temporal: each row visible during an interval of logical time given by its values
+    if not nums:
+        return Rel(f"SELECT * FROM {src} {t} WHERE mz_now() < 4", r.cols)
+    n = draw(hs.sampled_from(nums))
+    c = draw(hs.integers(1, 4))
+    cond = draw(
+        hs.sampled_from(
+            [
+                f"mz_now() < {t}.{n} + {c}",
+                f"mz_now() BETWEEN {t}.{n} AND {t}.{n} + {c}",
+                f"{t}.{n} + {c} >= mz_now() AND mz_now() >= {c}",
+            ]
+        )
+    )
+    return Rel(f"SELECT * FROM {src} {t} WHERE {cond}", r.cols)
+
+
+def oracle_text(sql: str) -> str:
+    """The text Spark runs for `sql`: ``mz_now()``, the logical time at which the view is
+    read, is the time folded into ``ex`` (`tests.sql.oracle`)."""
+    return sql.replace("mz_now()", "(ex DIV 100)")
 
 
 @hs.composite
