@@ -698,6 +698,8 @@ class Dataflow:
         for key, table in list(self.sql_views.items()):
             if table.collection.node.id in nodes:
                 del self.sql_views[key]
+                # (its ``v.errors`` table goes too: registered, it kept the view computed)
+                self.sql_views.pop(f"{key}.errors", None)
         dropped_sinks = [e.sink for e in self._sinks if id(e.sink) in sinks]
         self._sinks = [e for e in self._sinks if id(e.sink) not in sinks]
         self._pending_sinks = [e for e in self._pending_sinks if id(e.sink) not in sinks]
