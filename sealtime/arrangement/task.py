@@ -78,11 +78,11 @@ class KernelTask:
                 "whole: set spark.sql.adaptive.enabled=false and "
                 "spark.sql.unionOutputPartitioning=false (the engine sets both)"
             )
-        outs = [self._run(rows, p) for p, rows in split_partitions(table, part, marked)]
+        outs = [self.run_partition(rows, p) for p, rows in split_partitions(table, part, marked)]
         for out in outs:
             yield from conform(out, self.output_schema).to_batches(max_chunksize=_BATCH)
 
-    def _run(self, table: pa.Table, partition: int) -> pa.Table:
+    def run_partition(self, table: pa.Table, partition: int) -> pa.Table:
         """The kernel on one partition's rows (counted when the task has a probe)."""
         if self.probe is None:
             return self.kernel.run(table, partition)

@@ -112,6 +112,10 @@ class Dataflow:
       and older than each source's `retain_history` (a day by default, so that
       `replay` from the beginning works on a run of the last day; False keeps the whole
       log for ever; docs/durability.md gives the disk cost).
+    * `live`: views may be added (`apply_changes`) and dropped (`drop`) while it runs.
+    * `fuse`: aggregates, distincts and top-k over filters and projections of one
+      collection share one Spark job a tick (`sealtime.engine.fusion`; with
+      ``record=False``); False runs each alone. Results are the same either way.
     * `lease`: how long the data dir's ownership lasts without renewal (a duration,
       e.g. ``"10s"``; default ``--lease``, ``$SEALTIME_LEASE`` or 30 s): a stopped or
       unreachable owner blocks a restart elsewhere at most this long.
@@ -141,6 +145,7 @@ class Dataflow:
         checkpoint_every: int | None = 50,
         truncate_log: bool = True,
         live: bool = False,
+        fuse: bool = True,
         lease: str | float | None = None,
         takeover: bool = False,
     ) -> None:
@@ -182,6 +187,7 @@ class Dataflow:
             )
         self.checkpoint_every = checkpoint_every or None
         self.truncate_log = bool(truncate_log)
+        self.fuse = bool(fuse)
         from ..storage.ownership import lease_seconds
 
         #: the data dir's lease length in seconds (None: the process's default)
@@ -591,6 +597,7 @@ class Dataflow:
                 checkpoint_every=self.checkpoint_every,
                 truncate_log=self.truncate_log,
                 live=self.live,
+                fuse=self.fuse,
             ),
         )
 

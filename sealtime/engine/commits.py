@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..operators import Operator
-from ..plan import Plan, PlanNode, row_source
+from ..plan import Plan, PlanNode, Source, SourceOutput, row_source
 from ..sinks.base import CommitContext, Sink
 from ..spark import frames
 from .ahead import AheadCollector, Collected
@@ -34,10 +34,36 @@ from .ingest import SourceRuntime
 __all__ = ["SinkStage", "durable_upper"]
 
 
-def durable_upper(plan: Plan) -> int | None:
-    """The least upper of the sinks that must not lose data (exactly-once sinks); None
-    when every logged row is durable downstream (no such sink, or all done)."""
-    return f_min(sink.durable_upper() for _, sink in plan.sinks if sink.exactly_once)
+def durable_upper(plan: Plan) -> dict[str, dict[str, int | None]]:
+    """Per source name and output (``main``, ``late``, ``errors``, ``health``), the least
+    upper of the exactly-once sinks downstream of that output: the uppers the resumption
+    frontier respects (`sealtime.engine.bindings.resumption_positions`). An output with
+    no such sink downstream is absent (its rows are durable in the log); None: every
+    such sink is finished. A side output reads the source's log, not its main output,
+    so a sink on ``late`` never holds back the main output's acknowledgement, nor the
+    other way round."""
+    by_id = {n.id: n for n in plan.nodes}
+    out: dict[str, dict[str, int | None]] = {}
+    for node, sink in plan.sinks:
+        if not sink.exactly_once:
+            continue
+        upper = sink.durable_upper()
+        seen, stack = set(), [node]
+        while stack:
+            n = stack.pop()
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            if isinstance(n, Source):
+                key = (n.name, "main")
+            elif isinstance(n, SourceOutput):
+                key = (n.source.name, n.output.value)
+            else:
+                stack += [by_id.get(i.id, i) for i in n.inputs]
+                continue
+            outputs = out.setdefault(key[0], {})
+            outputs[key[1]] = f_min([outputs[key[1]], upper]) if key[1] in outputs else upper
+    return out
 
 
 class SinkStage:
@@ -58,6 +84,9 @@ class SinkStage:
         #: this tick's ahead readers and early collection (between `begin` and `commit`)
         self._readers: dict[int, Any] = {}
         self._early: tuple[int, Future[Any]] | None = None
+        #: this tick's collections of fused groups' outputs, and their rows per member
+        self._fused_jobs: dict[int, Future[Any]] = {}
+        self._fused_parts: dict[int, list[Any]] = {}
         self.ahead: dict[int, AheadCollector] = {}
         self.retarget(plan)
 
@@ -78,6 +107,13 @@ class SinkStage:
         self.frame_nodes = [
             node.id for i, (node, _) in enumerate(plan.sinks) if i not in self.ahead
         ]
+        #: the nodes whose sinks take their rows as they are, as Arrow: a fused group's
+        #: member among them takes its rows of the group's one collection
+        self.collects = {
+            node.id
+            for i, (node, sink) in enumerate(plan.sinks)
+            if i not in self.ahead and sink.takes_arrow and type(sink).arrow_plan is Sink.arrow_plan
+        }
 
     # ------------------------------------------------------------------ the tick
     def begin(self, r: StepResult) -> bool:
@@ -89,7 +125,7 @@ class SinkStage:
                 self._readers[i] = reader = self._ahead_reader(node, sink)
                 self.ahead[i].begin(r.sealed[node.id][0], reader)
         self._early = self._first_collection(r)
-        return bool(self._readers or self._early)
+        return bool(self._readers or self._early or self._fused_jobs)
 
     def begin_next(self, r: StepResult) -> None:
         """Start, for the next tick (whose binding was just minted), the ahead
@@ -111,17 +147,23 @@ class SinkStage:
             if i in self.ahead:
                 sink.commit_arrow(self.ahead[i].take(lo, hi), lo, hi, context)
                 continue
+            if node.id in r.fused and node.id in self.collects:
+                sink.commit_arrow(self._fused_rows(r, node.id), lo, hi, context)
+                r.materialised |= self.plan.upstream([node.id])
+                continue
             if self._early is not None and self._early[0] == i:
                 sink.commit_arrow(self._early[1].result(), lo, hi, context)
                 r.materialised |= self.plan.upstream([node.id])
                 continue
-            computed = sink.commit(r.outputs[node.id], lo, hi, context)
+            computed = sink.commit(r.output(node.id), lo, hi, context)
             if computed is True:  # (a range committed before a restart runs nothing)
                 r.materialised |= self.plan.upstream([node.id])
         self._readers, self._early = {}, None
+        self._fused_jobs, self._fused_parts = {}, {}
 
-    def durable_upper(self) -> int | None:
-        """The least durable upper of the plan's exactly-once sinks (`durable_upper`)."""
+    def durable_upper(self) -> dict[str, dict[str, int | None]]:
+        """The durable uppers of the plan's exactly-once sinks, per source and output
+        (`durable_upper`)."""
         return durable_upper(self.plan)
 
     def close(self) -> None:
@@ -138,13 +180,26 @@ class SinkStage:
         their order, as a later one may read state an earlier one's kernels write. (A
         range without updates commits without a job.)"""
         for i, (node, sink) in enumerate(self.plan.sinks):
-            delta = r.outputs.get(node.id)
+            if node.id in r.fused and node.id in self.collects and node.id in r.sealed:
+                frame = r.fused[node.id].frame
+                self._fused_jobs[id(frame)] = self._collect(frame)
+                return None
+            delta = r.output(node.id)
             if node.id not in r.sealed or i in self.ahead or delta is None:
                 continue  # (no job: collected ahead, or nothing to commit)
             if not sink.takes_arrow:
                 return None
             return i, self._collect(sink.arrow_plan(delta))
         return None
+
+    def _fused_rows(self, r: StepResult, nid: int) -> Any:
+        """Member `nid`'s rows of its fusion group's output (one collection a group)."""
+        fused = r.fused[nid]
+        key = id(fused.frame)
+        if key not in self._fused_parts:
+            job = self._fused_jobs.pop(key, None) or self._collect(fused.frame)
+            self._fused_parts[key] = fused.group.operator.split(job.result())
+        return self._fused_parts[key][fused.index]
 
     def _ahead_reader(self, node: PlanNode, sink: Sink) -> Any:
         """`AheadCollector`'s ``read`` for `sink` of the per-row collection `node`: the

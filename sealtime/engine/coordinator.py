@@ -47,6 +47,7 @@ from .checkpoint import remove
 from .commits import SinkStage, durable_upper
 from .dataplane import Dataplane, StepResult
 from .frontiers import FrontierTracker, f_min, output_frontier
+from .fusion import Fusion
 from .hydration import Hydrations
 from .ingest import SourceRuntime
 from .remap import Remap
@@ -155,14 +156,8 @@ class Engine:
             self.log.check_plan(plan.fingerprint())
         # (the graph, for readers without the dataflow's code: `sealtime status`)
         store.kv_put(GRAPH_NAMESPACE, config.name, [g.to_json() for g in plan.graph()])
-        stored = self.log.load()
-        self.replay = ReplayState.open(
-            store,
-            config.name,
-            replay_from,
-            stored,
-            [(n.name, n.source) for n in plan.sources()],
-        )
+        # (the stored bindings: a replay from a checkpoint imports its first ones)
+        self.replay, stored = ReplayState.open(self.log, plan, replay_from)
         # (the resumption frontier: where readers open, what upstream counts as acknowledged)
         acked = self.log.resumption(durable_upper(plan))
         #: the live plan's nodes and sinks (`plan` also runs the hydrating copies)
@@ -186,6 +181,8 @@ class Engine:
             frame_sinks=self.sinks.frame_nodes,
             ahead=self.sinks.ahead_nodes,
             traces=Traces(spark, self.partitions, self.data_fs) if config.record else None,
+            fusion=Fusion(spark) if config.fuse else None,
+            collected=self.sinks.collects,
         )
         self.retention = LogRetention(plan, store, self.sources, self.data_fs)
         self.tracker = FrontierTracker(plan.graph())
@@ -359,7 +356,11 @@ class Engine:
         self.tracker = FrontierTracker(plan.graph())
         self.sinks.retarget(plan)
         self.dataplane.retarget(
-            plan, frame_sinks=self.sinks.frame_nodes, ahead=self.sinks.ahead_nodes
+            plan,
+            frame_sinks=self.sinks.frame_nodes,
+            ahead=self.sinks.ahead_nodes,
+            live={n.id for n in self.live_nodes},
+            collected=self.sinks.collects,
         )
         self.retention.plan = plan
 

@@ -36,9 +36,10 @@ from ..spark.frames import union_all
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
+from .fusion import Fusion, FusionGroup
 from .traces import Traces, materialise
 
-__all__ = ["MAX_WAITING_TICKS", "Dataplane", "StepResult", "Waiting"]
+__all__ = ["MAX_WAITING_TICKS", "Dataplane", "FusedOutput", "StepResult", "Waiting"]
 
 #: ticks an operator's input may wait in the log before it is handed over anyway
 MAX_WAITING_TICKS = 32
@@ -61,7 +62,9 @@ class StepResult:
     * `stepped`: stateful operators that produced a plan (their state must be written);
     * `plan_seconds`: per node, the driver time of its step and whether it produced one;
     * `materialised`: outputs a job has computed already this tick;
-    * `persisted`: frames cached for several readers (unpersisted after the tick).
+    * `persisted`: frames cached for several readers (unpersisted after the tick);
+    * `fused`: per member of a fusion group that ran fused, the group's output (its
+      own frame is built only when something reads it: `output`).
     """
 
     outputs: dict[int, DataFrame | None] = field(default_factory=dict)
@@ -70,6 +73,24 @@ class StepResult:
     plan_seconds: dict[int, tuple[float, bool]] = field(default_factory=dict)
     materialised: set[int] = field(default_factory=set)
     persisted: list[DataFrame] = field(default_factory=list)
+    fused: dict[int, FusedOutput] = field(default_factory=dict)
+
+    def output(self, nid: int) -> DataFrame | None:
+        """Node `nid`'s output updates this tick (None: none)."""
+        if nid not in self.outputs and nid in self.fused:
+            f = self.fused[nid]
+            self.outputs[nid] = f.group.operator.member_frame(f.frame, f.index)
+        return self.outputs.get(nid)
+
+
+@dataclass
+class FusedOutput:
+    """The output of a fusion group that ran fused this tick: `frame`, tagged by member
+    index; `index` is one member's."""
+
+    group: FusionGroup
+    frame: DataFrame
+    index: int
 
 
 class Dataplane:
@@ -92,8 +113,12 @@ class Dataplane:
         frame_sinks: list[int],
         ahead: set[int],
         traces: Traces | None,
+        fusion: Fusion | None = None,
+        live: set[int] | None = None,
+        collected: set[int] | None = None,
     ) -> None:
         self.ops = ops
+        self.fusion = fusion
         self.spill = spill
         self.partitions = partitions
         self.data_fs = data_fs
@@ -102,13 +127,23 @@ class Dataplane:
         #: updates that arrived at an input ahead of its operator: (frame, time bound)
         self.pending: dict[tuple[int, int], tuple[DataFrame, int]] = {}
         self.waiting: dict[int, Waiting] = {}
-        self.retarget(plan, frame_sinks=frame_sinks, ahead=ahead)
+        self.retarget(plan, frame_sinks=frame_sinks, ahead=ahead, live=live, collected=collected)
 
-    def retarget(self, plan: Plan, *, frame_sinks: list[int], ahead: set[int]) -> None:
+    def retarget(
+        self,
+        plan: Plan,
+        *,
+        frame_sinks: list[int],
+        ahead: set[int],
+        live: set[int] | None = None,
+        collected: set[int] | None = None,
+    ) -> None:
         """Run `plan` from now on: the nodes it shares with the current plan (by id) keep
         their frontiers, held-back updates and waiting ranges; new ones start with
         nothing sealed; those it lacks are forgotten. (`ops` must hold an operator for
-        every node of `plan`.)"""
+        every node of `plan`.) Keyed operators among the `live` nodes (default: all) may
+        run fused (`sealtime.engine.fusion`); `collected` are the nodes whose one sink
+        collects the fused output of their group as Arrow (`SinkStage.collects`)."""
         self.plan = plan
         self.nodes = list(plan.nodes)
         self.ahead = ahead
@@ -134,7 +169,24 @@ class Dataplane:
             self.runs_kernel[node.id] = self.ops[node.id].stateful or any(
                 self.runs_kernel[i.id] for i in node.inputs
             )
-        self.unread = self._unread_nodes(set(frame_sinks))
+        self.groups: list[FusionGroup] = []
+        if self.fusion is not None and self.traces is None:
+            ids = live if live is not None else {n.id for n in self.nodes}
+            self.groups = self.fusion.groups(plan, self.ops, ids)
+        #: per fused member: its group and index
+        self.member_of = {m.id: (g, i) for g in self.groups for i, m in enumerate(g.members)}
+        for g in self.groups:
+            self.consumers[g.upstream.id] += 1
+        #: groups whose output more than one job reads (cached for the tick)
+        self.shared_groups = {
+            id(g)
+            for g in self.groups
+            if any(
+                self.readers[e.id] or self.consumers[e.id] > 1 or e.id not in (collected or ())
+                for e in g.ends
+            )
+        }
+        self.unread = self._unread_nodes(set(frame_sinks) | {g.upstream.id for g in self.groups})
         self._may_wait = {n.id: len(n.inputs) == 1 and log_derived(n.inputs[0]) for n in self.nodes}
 
     # ------------------------------------------------------------------ the pass
@@ -143,9 +195,15 @@ class Dataplane:
         tick number `tick`."""
         r = StepResult()
         bounds: dict[int, int] = {}  # per output: an upper bound of its times (inclusive)
+        handled: set[int] = set()  # (by a fusion group's step)
         for node in self.nodes:
             hi = frontiers[node.id]
             lo = self.done[node.id]
+            if node.id in handled:
+                continue
+            if node.id in self.member_of:
+                handled |= self._step_group(self.member_of[node.id][0], frontiers, r, bounds)
+                continue
             ins = [
                 self._input(node, port, inp, r, bounds, frontiers, hi, tick)
                 for port, inp in enumerate(node.inputs)
@@ -180,6 +238,70 @@ class Dataplane:
             self.done[node.id] = hi
             r.sealed[node.id] = (lo, hi)
         return r
+
+    def _step_group(
+        self,
+        group: FusionGroup,
+        frontiers: Mapping[int, int | None],
+        r: StepResult,
+        bounds: dict[int, int],
+    ) -> set[int]:
+        """Step the members of `group` whose frontier advanced: fused when all seal the
+        same range (their tails with them), each alone otherwise (their tails then step
+        as other nodes do). Returns the nodes handled."""
+        ranges = {m.id: (self.done[m.id], frontiers[m.id]) for m in group.members}
+        moved = [m for m in group.members if ranges[m.id][0] != ranges[m.id][1]]
+        upstream = r.output(group.upstream.id)
+        together = [m for m in moved if ranges[m.id] == ranges[moved[0].id]] if moved else []
+        if (
+            upstream is None
+            or len(together) < len(group.members)
+            or any((m.id, 0) in self.pending for m in group.members)
+        ):
+            for i, m in enumerate(group.members):
+                if m in moved:
+                    self._step_alone(m, group.chains[i], upstream, ranges[m.id], r)
+                    bounds[m.id] = bounds.get(group.upstream.id, MIN_TIME)
+            return {m.id for m in group.members}
+        started = _time.perf_counter()
+        frame = group.operator.step(upstream, {m.id: frontiers[m.id] for m in group.members})
+        if id(group) in self.shared_groups:
+            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            r.persisted.append(frame)
+        share = (_time.perf_counter() - started) / len(group.members)
+        handled = set()
+        for i, m in enumerate(group.members):
+            r.fused[group.ends[i].id] = FusedOutput(group, frame, i)
+            r.plan_seconds[m.id] = (share, True)
+            r.stepped.append(m.id)
+            for n in (m, *(group.tails[i] if group.tails else ())):
+                r.sealed[n.id] = ranges[m.id]
+                bounds[n.id] = bounds.get(group.upstream.id, MIN_TIME)
+                self.done[n.id] = ranges[m.id][1]
+                handled.add(n.id)
+        return handled
+
+    def _step_alone(
+        self,
+        node: PlanNode,
+        chain: tuple[PlanNode, ...],
+        upstream: DataFrame | None,
+        sealing: tuple[int, int | None],
+        r: StepResult,
+    ) -> None:
+        """Step one member of a fusion group by itself (its input chain built here: the
+        dataplane does not build the chain's frames of fused members)."""
+        lo, hi = sealing
+        frame = upstream
+        for n in chain:
+            frame = None if frame is None else self.ops[n.id].step([frame], lo, hi)
+        op = self.ops[node.id]
+        started = _time.perf_counter()
+        out = op.step([frame], lo, hi)
+        r.plan_seconds[node.id] = (_time.perf_counter() - started, out is not None)
+        self._keep(node, op, out, r)
+        self.done[node.id] = hi
+        r.sealed[node.id] = (lo, hi)
 
     def _wait(self, node: PlanNode, op: Operator[Any], lo: int, hi: int | None) -> bool:
         """Leave this tick's input of `node` in the log (`Operator.can_wait`)?"""
@@ -227,7 +349,7 @@ class Dataplane:
         upstream output, plus the updates held back from earlier ticks."""
         held, held_bound = self.pending.pop((node.id, port), (None, MIN_TIME))
         self.spill.drop(f"n{node.id}-p{port}")
-        out = r.outputs.get(inp.id)
+        out = r.output(inp.id)
         bound = max(held_bound, bounds.get(inp.id, MIN_TIME) if out is not None else MIN_TIME)
         d = union_all([held, out])
         if d is None or hi is None or (frontiers[inp.id] == hi and not inp.delays):
@@ -285,7 +407,7 @@ class Dataplane:
                 node.id not in frame_sinks
                 and not isinstance(node, Inspect)
                 and not self.ops[node.id].stateful
-                and all(r in unread for r in self.readers[node.id])
+                and all(r in unread or r in self.member_of for r in self.readers[node.id])
             ):
                 unread.add(node.id)
         return unread
@@ -305,6 +427,10 @@ class Dataplane:
             out = r.outputs[nid]
             if nid not in covered and out is not None:
                 frames.append(out.select(F.lit(1).alias("x")))
+        # (a group's frame runs every member's kernel: one member computed is all)
+        done = {id(r.fused[n].frame) for n in r.fused if n in r.materialised}
+        groups = {id(f.frame): f.frame for f in r.fused.values() if id(f.frame) not in done}
+        frames += [frame.select(F.lit(1).alias("x")) for frame in groups.values()]
         if frames:
             union_all(frames).write.format("noop").mode("overwrite").save()
 

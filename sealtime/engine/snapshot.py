@@ -70,6 +70,9 @@ class OperatorView:
     #: `copy_of`: a hydrating copy of this live node (None: not a copy)
     hydrating: bool = False
     copy_of: int | None = None
+    #: the members of the fusion group it runs in, itself included (`sealtime.engine.
+    #: fusion`: one Spark job a tick for all of them); empty: it runs alone
+    fused_with: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,9 @@ def snapshot_of(engine: Engine) -> EngineSnapshot:
     copies = {c: live for g in engine.hydrations.groups for c, live in g.copies.items()}
     hydrating = engine.hydrating() | set(copies)
     read |= {node.id for node, _ in engine.plan.sinks}
+    fused = {
+        m.id: tuple(x.id for x in g.members) for g in engine.dataplane.groups for m in g.members
+    }
     operators = tuple(
         OperatorView(
             id=node.id,
@@ -184,6 +190,7 @@ def snapshot_of(engine: Engine) -> EngineSnapshot:
             waiting=w.lo if (w := engine.dataplane.waiting.get(node.id)) else None,
             hydrating=node.id in hydrating,
             copy_of=copies.get(node.id),
+            fused_with=fused.get(node.id, ()),
         )
         for node in engine.plan.nodes
     )

@@ -50,6 +50,46 @@ def frame_text(df: Any) -> str:
     return strip_ids(str(df._jdf.queryExecution().logical().toString()))
 
 
+def column_text(column: Any) -> str:
+    """A Spark ``Column``'s expression text, without ids. A column built around a
+    Catalyst expression (``TryEval``: `sealtime.sql.checked`) prints its inner columns as
+    ``columnnodeexpression()``, which would make different columns one text: those are
+    rendered from the expression tree instead, without the call sites Spark records."""
+    text = str(column)
+    if "columnnodeexpression()" not in text:
+        return strip_ids(text)
+    from pyspark import SparkContext
+
+    gateway = SparkContext._active_spark_context._jvm  # type: ignore[union-attr]
+    tree = str(gateway.org.apache.spark.sql.classic.ExpressionUtils.expression(column._jc))
+    return strip_ids(_without_origins(tree))
+
+
+def _without_origins(text: str) -> str:
+    """`text` without its ``Origin(...)`` parts (call sites and object addresses).
+
+    >>> _without_origins("f(a,Origin(None,Some((col,x.py:3)),None),b)")
+    'f(a,b)'
+    """
+    out, i = [], 0
+    while True:
+        j = text.find("Origin(", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        depth, k = 0, j + len("Origin")
+        while k < len(text):
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        i = k + 1 if text[k : k + 1] == "," else k
+        if text[k : k + 1] != "," and out and out[-1].endswith(","):
+            out[-1] = out[-1][:-1]
+    return "".join(out)
+
+
 def canonical(value: Any) -> str:
     """A deterministic text of a plan parameter (see the module docstring)."""
     from pyspark.sql import Column, DataFrame
@@ -60,7 +100,7 @@ def canonical(value: Any) -> str:
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
     if isinstance(value, Column):
-        return f"Column({strip_ids(str(value))})"
+        return f"Column({column_text(value)})"
     if isinstance(value, DataFrame):
         return f"DataFrame({frame_text(value)})"
     if isinstance(value, Mapping):

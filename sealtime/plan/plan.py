@@ -60,6 +60,9 @@ class RunConfig:
     #: the graph changes while it runs (views added and dropped): a resumed data dir is
     #: not checked against one fingerprint of the whole plan
     live: bool = False
+    #: keyed operators over per-row functions of one collection share one Spark job a
+    #: tick (`sealtime.engine.fusion`); False runs each alone (same results)
+    fuse: bool = True
 
 
 @dataclass(frozen=True)

@@ -73,3 +73,15 @@ def test_canonical_text_of_columns_has_no_expression_ids(spark):
     again = spark.range(3).select(F.col("id").alias("v"))
     assert canonical({"c": F.col("v") + 1, "df": again.filter(F.col("v") > 1)}) == text
     assert canonical({"c": F.col("v") + 1, "df": again.filter(F.col("v") > 2)}) != text
+
+
+def test_checked_expressions_that_differ_have_different_texts(spark):
+    """A SQL view's failable expressions run inside Spark's TryEval, whose column prints
+    its insides as ``columnnodeexpression()``: two views differing in a constant must
+    still differ (equal texts made the live service share one view's nodes for both)."""
+    from sealtime.sql.checked import tryeval
+
+    a = canonical(tryeval(F.struct(F.expr("v % 2 = 1"))))
+    b = canonical(tryeval(F.struct(F.expr("v % 2 = 0"))))
+    assert a != b and "v % 2 = 1" in a and "Origin" not in a
+    assert canonical(tryeval(F.struct(F.expr("v % 2 = 1")))) == a  # (no call sites)
