@@ -45,7 +45,8 @@ another sink (checked through their ``arrow`` twins). events/s = input events / 
 seconds of the streaming run (``flow.run()`` / ``start()`` to termination).
 
 Results go to bench/results/nexmark.md (``--out``); ``--coverage`` to
-bench/results/nexmark_coverage.md.
+bench/results/nexmark_coverage.md. Spark SS's q4 (transformWithStateInPandas) needs
+protobuf: ``pip install -e '.[bench]'``.
 """
 
 from __future__ import annotations
