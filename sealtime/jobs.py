@@ -167,7 +167,9 @@ def replay_job(
     def progress(report: Any) -> None:
         if bar is not None:
             if bar.total_ticks is None:
-                bar.set_total(flow.engine.replay_ticks)
+                # (the ticks this replay runs: after a checkpoint it started from, or
+                # after those an interrupted replay had done)
+                bar.set_total(flow.engine.replay_ticks - report.tick + 1)
             bar(report)
 
     try:
