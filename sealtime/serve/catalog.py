@@ -27,7 +27,7 @@ import time as _time
 from dataclasses import dataclass
 
 from ..errors import NotFoundError
-from ..storage.metadata import MetadataStore
+from ..storage.metadata import MetadataStore, Migration, Transaction
 
 __all__ = ["CatalogEntry", "ObjectKind", "ServiceCatalog"]
 
@@ -41,11 +41,43 @@ class ObjectKind(str, enum.Enum):
     PUBLICATION = "publication"
 
 
-_MIGRATIONS = [
+#: the service's table (``sealtime_catalog`` is the pub-sub catalog's: docs/catalog.md)
+_TABLE = "sealtime_service_catalog"
+_COLUMNS = "service, id, kind, name, sql, owner, created_at, depends, live_tick"
+
+
+def _leave_pubsub_table(tx: Transaction) -> None:
+    """Step 2: move the service's rows out of ``sealtime_catalog``, which step 1 named
+    like the pub-sub catalog's table (a PUBLISH in the service then failed with "no
+    such column: dataflow"), and let the pub-sub catalog create its own table again."""
+    tx.execute(
+        f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
+        "service TEXT NOT NULL, id BIGINT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, "
+        "sql TEXT NOT NULL, owner TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+        "depends TEXT NOT NULL, live_tick BIGINT, PRIMARY KEY (service, id))"
+    )
+    if tx.dialect.name == "postgresql":
+        rows = tx.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?",
+            ("sealtime_catalog",),
+        )
+        columns = {r[0] for r in rows}
+    else:
+        columns = {r[1] for r in tx.query("PRAGMA table_info(sealtime_catalog)")}
+    if "service" not in columns:  # (absent, or the pub-sub catalog's own)
+        return
+    tx.execute(f"INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM sealtime_catalog")
+    tx.execute("DROP TABLE sealtime_catalog")
+    # (its CREATE TABLE IF NOT EXISTS found ours and did nothing: run it again)
+    tx.execute("DELETE FROM sealtime_migrations WHERE component = ?", ("pubsub_catalog",))
+
+
+_MIGRATIONS: list[Migration] = [
     "CREATE TABLE IF NOT EXISTS sealtime_catalog ("
     "service TEXT NOT NULL, id BIGINT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, "
     "sql TEXT NOT NULL, owner TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
     "depends TEXT NOT NULL, live_tick BIGINT, PRIMARY KEY (service, id))",
+    _leave_pubsub_table,
 ]
 _NODE_IDS = "serve-node-ids"
 
@@ -79,7 +111,7 @@ class ServiceCatalog:
         """Every object, in creation order."""
         rows = self.store.query(
             "SELECT id, kind, name, sql, owner, created_at, depends, live_tick "
-            "FROM sealtime_catalog WHERE service = ? ORDER BY id",
+            f"FROM {_TABLE} WHERE service = ? ORDER BY id",
             (self.service,),
         )
         return [
@@ -106,13 +138,11 @@ class ServiceCatalog:
     ) -> CatalogEntry:
         """Record a new object (its id: one more than the last)."""
         with self.store.transaction() as tx:
-            row = tx.query_one(
-                "SELECT MAX(id) FROM sealtime_catalog WHERE service = ?", (self.service,)
-            )
+            row = tx.query_one(f"SELECT MAX(id) FROM {_TABLE} WHERE service = ?", (self.service,))
             new_id = (row[0] or 0) + 1 if row else 1
             entry = CatalogEntry(new_id, kind, name, sql, owner, _time.time(), tuple(depends))
             tx.execute(
-                "INSERT INTO sealtime_catalog (service, id, kind, name, sql, owner, "
+                f"INSERT INTO {_TABLE} (service, id, kind, name, sql, owner, "
                 "created_at, depends, live_tick) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                 (
                     self.service,
@@ -134,7 +164,7 @@ class ServiceCatalog:
             raise NotFoundError(f"no object named {name!r} in the catalog")
         with self.store.transaction() as tx:
             tx.execute(
-                "DELETE FROM sealtime_catalog WHERE service = ? AND id = ?",
+                f"DELETE FROM {_TABLE} WHERE service = ? AND id = ?",
                 (self.service, entry.id),
             )
         return entry
@@ -143,7 +173,7 @@ class ServiceCatalog:
         """View `name` finished hydrating at tick `tick`."""
         with self.store.transaction() as tx:
             tx.execute(
-                "UPDATE sealtime_catalog SET live_tick = ? WHERE service = ? AND lower(name) = ?",
+                f"UPDATE {_TABLE} SET live_tick = ? WHERE service = ? AND lower(name) = ?",
                 (tick, self.service, name.lower()),
             )
 
