@@ -795,7 +795,8 @@ def _ss_row_number(partition: list[str], order: str, k: int, join_auctions: bool
                 F.col("id"), F.col("date_time").alias("a_time"), "expires"
             )
             rows = a.join(rows, F.expr("id = auction AND date_time BETWEEN a_time AND expires"))
-        w = Window.partitionBy(*partition).orderBy(F.expr(order))
+        # one sort expression per key ("price DESC, date_time ASC" is two)
+        w = Window.partitionBy(*partition).orderBy(*(F.expr(o) for o in order.split(",")))
         return rows.withColumn("rank_number", F.row_number().over(w)).filter(
             F.col("rank_number") <= k
         )
