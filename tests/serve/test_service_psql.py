@@ -17,7 +17,14 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("psql") is None, reason="needs the psql client")
+# Full tier (docs/testing.md): two `sealtime serve` processes, each a JVM start and Spark's
+# first jobs, ~4 min on this 2-core machine. The default tier covers the same statements,
+# clients, DROP and a restart in-process on the shared Spark session
+# (test_service_clients.py).
+pytestmark = [
+    pytest.mark.skipif(shutil.which("psql") is None, reason="needs the psql client"),
+    pytest.mark.full,
+]
 
 SCHEMA = "k string, v long"
 
