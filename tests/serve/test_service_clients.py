@@ -186,6 +186,31 @@ def test_fetch_subscription_and_sqlstates(live: Live) -> None:
             if {k for k, c in acc.items() if c} == {("a", 11), ("b", 2)}:
                 break
 
+    async def with_asyncpg() -> tuple[Counter, str]:
+        import asyncpg
+
+        conn = await asyncpg.connect(f"postgresql://sealtime@127.0.0.1:{live.server.port}/x")
+        try:
+            seen: Counter = Counter()
+            async with conn.transaction():
+                await conn.execute("DECLARE c CURSOR FOR SUBSCRIBE fsums WITH (PROGRESS)")
+                progressed, until = False, time.monotonic() + 60
+                while not (progressed and seen):  # (the snapshot, then a progress row)
+                    assert time.monotonic() < until, f"asyncpg FETCH: {dict(seen)} in 60 s"
+                    for r in await conn.fetch("FETCH ALL c WITH (timeout = '1s')"):
+                        if r["mz_progressed"]:
+                            progressed = True
+                        else:
+                            seen[(r["k"], r["total"])] += r["mz_diff"]
+            with pytest.raises(asyncpg.PostgresError) as info:
+                await conn.fetch("SELECT * FROM nowhere")
+            return seen, info.value.sqlstate
+        finally:
+            await conn.close()
+
+    seen, code = asyncio.run(with_asyncpg())
+    assert {k for k, c in seen.items() if c} == {("a", 11), ("b", 2)} and code == "42P01"
+
     with live.connect() as conn:
         got = {}
         for sql, code in [
