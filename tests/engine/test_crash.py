@@ -5,7 +5,7 @@ Persist sink, with checkpoints and log truncation. A child process runs it with
 ``sealtime run``; each run is killed with SIGKILL — at a failpoint (while minting a
 binding, right after it, inside a tick before the sinks, between writing and committing
 the sink, after the sink commit, after writing a checkpoint; hit counts random) or by a
-timer at a random moment. After the kills the test finishes the run uncrashed and
+timer at a random moment of its tick loop (`await_kill`). After the kills the test finishes the run uncrashed and
 requires the sink's content to equal an uncrashed run's exactly (no loss, no duplicate)
 and a batch query over the input. For NATS it also checks after every kill that the
 consumer's ack floor on the server has not passed the resumption frontier.
@@ -17,8 +17,11 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +41,13 @@ SIZES = [pytest.param(3, id="3-kills"), pytest.param(KILLS, id="8-kills", marks=
 # Under pytest-xdist the module's tests share one worker (and one reference run).
 pytestmark = pytest.mark.xdist_group("crash")
 EVENTS = 4000  # 16 ticks of crash_job.PER_TICK
+# A failpoint run ends by itself: killed at its failpoint (hit 1 or 2 of a point every
+# tick with input passes) or finished. It is killed here only when it has ticked this
+# many times without reaching it (its input is all read: a stream that never ends), or
+# when it has made no progress for HANG_S seconds (hung). Both are events of the run, not
+# guesses of how long a JVM takes to start on a loaded machine.
+MISSED_TICKS = 20
+HANG_S = 600.0
 WINDOW = 10_000
 BASE = 1_700_000_000_000
 
@@ -122,12 +132,51 @@ def schedule(seed: int, n: int) -> list[tuple[str, object]]:
     return plans
 
 
+def bindings_count(data_dir: Path) -> int:
+    """How many bindings the run in `data_dir` has committed (0 before its store
+    exists), read without writing while the run writes."""
+    path = data_dir / "metadata.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM sealtime_bindings").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:  # (the run has not created its tables yet)
+        return 0
+
+
+def await_kill(proc: subprocess.Popen, kind: str, arg: object, data_dir: Path) -> None:
+    """Wait until the run `proc` in `data_dir` is killed as its plan says, killing it
+    here when the plan says so: a ``timer`` plan `arg` seconds after the run's first
+    new binding (its tick loop runs; counted from the process start, a loaded machine's
+    JVM start would take the whole time); a ``failpoint`` plan kills itself, or is
+    killed after `MISSED_TICKS` ticks that passed the failpoint by. A run that makes no
+    progress for `HANG_S` seconds is killed too."""
+    start = last = bindings_count(data_dir)
+    progress = time.monotonic()
+    fire_at: float | None = None
+    while proc.poll() is None:
+        now, ticks = time.monotonic(), bindings_count(data_dir)
+        if ticks != last:
+            last, progress = ticks, now
+        if kind == "timer" and fire_at is None and ticks > start:
+            fire_at = now + float(arg)
+        due = fire_at is not None and now >= fire_at
+        if due or ticks - start > MISSED_TICKS or now - progress > HANG_S:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.1)
+
+
 def crash_loop(
     data_dir: Path, env: dict, plans: list, *, ticks: int | None = None, after_kill=None
 ) -> int:
     """Run the job in a child process once per plan, each run killed with SIGKILL (at
-    its failpoint, by its timer, or — if it is still running after 40 s — then).
-    Stops early, returning the number of kills, when a run finishes the job."""
+    its failpoint or by its timer: `await_kill`). Stops early, returning the number of
+    kills, when a run finishes the job."""
     kills = 0
     for kind, arg in plans:
         child_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
@@ -137,14 +186,15 @@ def crash_loop(
         cmd = [sys.executable, "-m", "sealtime.cli", "run", "tests.engine.crash_job:build"]
         cmd += ["--data-dir", str(data_dir)]
         cmd += [] if ticks is None else ["--ticks", str(ticks)]
-        proc = subprocess.Popen(
-            cmd, env=child_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        try:
-            proc.wait(timeout=float(arg) if kind == "timer" else 40.0)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate(timeout=60)
+        # (its output in a file: a full pipe nobody reads while waiting would stall it)
+        with tempfile.TemporaryFile() as output:
+            proc = subprocess.Popen(
+                cmd, env=child_env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT
+            )
+            await_kill(proc, kind, arg, data_dir)
+            proc.wait(timeout=60)
+            output.seek(0)
+            out = output.read()
         if proc.returncode == 0:
             return kills  # the job finished before this plan's kill
         assert proc.returncode == -signal.SIGKILL, (
@@ -223,7 +273,7 @@ def test_crash_nats_source(spark, tmp_path, reference, nats_stream: NatsStream, 
         "CRASH_SUBJECT": nats_stream.subject,
         # The reader resumes exactly where the log ends (no re-read after a restart), so
         # input goes fast; smaller ticks keep it flowing through all the kills (once it
-        # is all read, sink failpoints are never hit and each run waits for its timeout).
+        # is all read, sink failpoints are never hit and each run waits MISSED_TICKS).
         "CRASH_PER_TICK": "60",
     }
     data = tmp_path / "data"
