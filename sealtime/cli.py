@@ -315,15 +315,25 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_shell(args.data_dir, name=args.name)
     if args.command == "run" and args.job.endswith(".sql"):
+        from sealtime.errors import SealtimeError
         from sealtime.sql import SqlError
         from sealtime.sql.pipeline import run_file
 
         try:
             return run_file(
-                args.job, args.data_dir, ticks=args.ticks, forever=args.forever, out=sys.stdout
+                args.job,
+                args.data_dir,
+                ticks=args.ticks,
+                forever=args.forever,
+                out=sys.stdout,
+                ui=args.ui,
             )
         except SqlError as e:
             print(f"sealtime run {args.job}: {e}", file=sys.stderr, flush=True)
+            return 2
+        except (SealtimeError, FileNotFoundError) as e:
+            # (bad input or a missing directory: the message says what to fix, no trace)
+            print(f"sealtime run {args.job}: {type(e).__name__}: {e}", file=sys.stderr)
             return 2
     if args.command == "run":
         from sealtime.jobs import run_job

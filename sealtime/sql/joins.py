@@ -145,7 +145,7 @@ def _prepare(
         nodes, rnodes = [None], [None]
     taken |= set(keys)
     lid = tr.fresh("__lid", taken) if left_ids else None
-    rid = tr.fresh("__rid", taken | {lid}) if right_ids else None
+    rid = tr.fresh("__rid", taken | {lid or ""}) if right_ids else None
 
     def identity(columns: list[str]) -> Column:
         return F.to_json(F.struct(*[col_ref(c) for c in columns]))

@@ -196,8 +196,7 @@ def translate(
                 taken.add(flag)
                 hidden[flag] = (e, value.isNull().cast("int"))
                 order_by.append(("-" if desc else "") + flag)
-            if column in by:
-                continue  # (constant within the partition: orders nothing)
+            # (a partition column orders nothing, but keeps the window ordered: peers)
             order_by.append(("-" if desc else "") + column)
         functions: dict[str, OverFunction] = {}
         for w in members:

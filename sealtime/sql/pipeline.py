@@ -226,7 +226,8 @@ class Pipeline:
     def _collection(self, stmt: Statement, name: str) -> Any:
         from . import catalog
 
-        table = catalog.lookup(self.flow, name)
+        db, _, table_name = name.rpartition(".")
+        table = catalog.lookup(self.flow, table_name, db or None)
         if table is None:
             known = ", ".join(catalog.table_names(self.flow)) or "none yet"
             raise stmt.error(f"no source or view named {name!r} (known: {known})")
@@ -253,7 +254,8 @@ class Pipeline:
         there is none)."""
         from . import catalog
 
-        table = catalog.lookup(self.flow, name)
+        db, _, table_name = name.rpartition(".")
+        table = catalog.lookup(self.flow, table_name, db or None)
         if table is None:
             raise NotFoundError(f"no source or view named {name!r}")
         return table.collection
@@ -330,6 +332,21 @@ def _flow_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", stem) or "sql"
 
 
+def _changed_operator(flow: Any, error: Exception) -> str:
+    """Which operator (named after its view) the engine found changed, in the user's
+    words: the engine's message compares internal plan fingerprints (Spark plans)."""
+    import re
+
+    found = re.search(r"operator (\d+): was", str(error))
+    nodes = list(flow.nodes)
+    if found and int(found.group(1)) < len(nodes):
+        return f" (the first changed operator is {nodes[int(found.group(1))].name!r})"
+    counted = re.search(r"(\d+) operators before, (\d+) now", str(error))
+    if counted:
+        return f" ({counted.group(1)} operators before, {counted.group(2)} now)"
+    return ""
+
+
 def run_file(
     path: str,
     data_dir: str,
@@ -338,10 +355,12 @@ def run_file(
     forever: bool = False,
     out: TextIO | None = None,
     spark: Any = None,
+    ui: str | None = None,
 ) -> int:
-    """``sealtime run file.sql --data-dir D``: build the file's pipeline (dataflow named
-    after the file) and run it until its sources finish (or `ticks`, or `forever`);
-    run again on the same `data_dir`, it resumes."""
+    """``sealtime run file.sql --data-dir D [--ui [HOST:]PORT]``: build the file's
+    pipeline (dataflow named after the file) and run it until its sources finish (or
+    `ticks`, or `forever`), with a progress line on `out` and (`ui`) the live web view,
+    whose boxes carry the views' names; run again on the same `data_dir`, it resumes."""
     if not os.path.exists(path):
         raise SqlError("sealtime run", f"no such file {path!r}")
     with open(path, encoding="utf-8") as f:
@@ -369,17 +388,30 @@ def run_file(
                     "FILES source's options, or pass --ticks N or --forever",
                 )
         pipeline.check_resume()
+        if ui:
+            from ..net import parse_address
+
+            server = flow.serve_ui(*parse_address(ui))
+            if out is not None:
+                print(f"web view: {server.url}", file=out, flush=True)
         try:
             engine = flow.engine
         except PlanChangedError as e:
             raise SqlError(
                 os.path.basename(path),
-                f"the statements differ from those that wrote {flow.data_dir}: {e}. Restore "
-                "the file to resume, or run the changed file with a new --data-dir",
+                f"the statements differ from those that wrote {flow.data_dir}"
+                f"{_changed_operator(flow, e)}. Restore the file to resume, or run the "
+                "changed file with a new --data-dir",
             ) from e
         if out is not None and engine.recovered_from:
             print(f"resuming {flow.name!r}: {engine.recovered_from}", file=out, flush=True)
-        reports = flow.run(ticks=ticks, forever=forever)
+        if out is None:
+            reports = flow.run(ticks=ticks, forever=forever)
+        else:
+            from ..ui.progress import TickProgress
+
+            with TickProgress("run", total_ticks=ticks, file=out) as bar:
+                reports = flow.run(ticks=ticks, forever=forever, on_tick=bar)
         if out is not None:
             frontier = reports[-1].frontier if reports else "-"
             print(f"{flow.name}: {len(reports)} ticks, frontier {frontier}", file=out, flush=True)

@@ -11,7 +11,13 @@ How the shell runs the dataflow:
     the sources finish (the frontier is empty) or Ctrl-C (which stops between ticks);
   - ``SELECT ... AS OF t`` runs ticks until `t` is sealed (or the sources finish), then
     prints the query's result over the tables' contents at `t`. Without ``AS OF`` it
-    reads the contents at the latest sealed time, running no tick.
+    reads the contents at the latest sealed time (the session's first ``SELECT`` runs
+    one tick first: before it nothing is sealed, even on a resumed data dir).
+* When a tick fails (a source whose CSV header does not match its schema, a directory
+  that is missing), the error is printed and the dataflow stops for the session: every
+  later statement that needs a tick is refused with the cause, so no input the failed
+  tick read is ever recorded as consumed (a later tick would have). Fix the cause and
+  restart the shell on the same data dir: it resumes after the last complete tick.
 * ``EXPLAIN SELECT ...`` prints the operators the query becomes (any time).
 * The data dir resumes like a Python job: the same statements on the same ``D``
   continue the dataflow (a changed definition is refused by the plan fingerprint).
@@ -41,17 +47,18 @@ import threading
 import time as _time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import pyarrow as pa
 
 from ..columns import DIFF, TIME
+from ..errors import StateError
 from ..plan import Source
 from .errors import SqlError
 from .pipeline import Pipeline
 from .statements import Explain, Select, Subscribe, is_complete, parse_statement, split
 
-__all__ = ["Shell", "format_value", "run_shell"]
+__all__ = ["Shell", "ShellStopped", "format_value", "run_shell"]
 
 _HELP = """Statements end with ';'. CREATE SOURCE / CREATE VIEW / CREATE SINK / PUBLISH build the
 dataflow; SUBSCRIBE view [WITH (PROGRESS)] runs it and prints updates (Ctrl-C stops);
@@ -71,6 +78,11 @@ def format_value(v: Any) -> str:
         return "t" if v else "f"
     text = str(v)
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
+class ShellStopped(StateError):
+    """The shell's dataflow stopped (a tick or its start failed): the statements that
+    need ticks are refused until the shell is restarted (see `Shell`)."""
 
 
 class _Tap:
@@ -118,6 +130,9 @@ class Shell:
         self.taps: dict[str, _Tap] = {}
         self.errors = 0
         self._stop = False
+        #: why the dataflow stopped (a tick or the start failed): no tick runs after it
+        self.failed: str | None = None
+        self.ticked = False
 
     # ------------------------------------------------------------------ input
     def run(self) -> int:
@@ -161,7 +176,7 @@ class Shell:
         for stmt in statements:
             try:
                 self._execute(parse_statement(stmt))
-            except SqlError as e:
+            except (SqlError, ShellStopped) as e:
                 self._error(e)
             except Exception as e:  # a bad statement must not end the session
                 self._error(f"{stmt.title}: {type(e).__name__}: {e}")
@@ -192,16 +207,37 @@ class Shell:
 
         pipeline = self._pipeline()
         flow = pipeline.flow
+        self._check_failed()
         if not flow.started:
-            for name in pipeline.view_names:
-                tap = _Tap()
-                pipeline.view(name).sink(st.sinks.Callback(tap, skip_empty=False))
-                self.taps[name.lower()] = tap
-            pipeline.check_resume()
-            engine = flow.engine
+            try:
+                for name in pipeline.view_names:
+                    if name.lower() not in self.taps:
+                        tap = _Tap()
+                        pipeline.view(name).sink(st.sinks.Callback(tap, skip_empty=False))
+                        self.taps[name.lower()] = tap
+                pipeline.check_resume()
+                engine = flow.engine
+            except SqlError:
+                raise
+            except Exception as e:
+                self._fail("starting the dataflow", e)
             if engine.recovered_from:
                 self._print(f"-- resuming {flow.name!r}: {engine.recovered_from}")
         return flow.engine
+
+    def _fail(self, what: str, error: Exception) -> NoReturn:
+        """Stop the dataflow for this session: a failed tick may have read input it did
+        not log, and a tick after it would record that input as consumed (issue 33)."""
+        self.failed = f"{what} failed: {type(error).__name__}: {error}"
+        raise ShellStopped(self.failed) from error
+
+    def _check_failed(self) -> None:
+        if self.failed is not None:
+            raise ShellStopped(
+                f"the dataflow stopped ({self.failed}); nothing after its last complete tick "
+                "was read or marked consumed. Fix the cause (the source's files, schema or "
+                "path), then restart the shell on the same --data-dir to resume from there"
+            )
 
     @contextmanager
     def _interruptible(self) -> Iterator[None]:
@@ -223,8 +259,13 @@ class Shell:
     def _tick(self) -> Any:
         """One tick, paced by the dataflow's tick interval when a source is unbounded."""
         flow = self._pipeline().flow
+        self._check_failed()
         started = _time.monotonic()
-        report = flow.run(ticks=1)[0]
+        try:
+            report = flow.run(ticks=1)[0]
+        except Exception as e:
+            self._fail("a tick", e)
+        self.ticked = True
         unbounded = any(isinstance(n, Source) and not n.source.finite for n in flow.nodes)
         if unbounded:
             _time.sleep(max(0.0, flow.tick_ms / 1000 - (_time.monotonic() - started)))
@@ -239,10 +280,12 @@ class Shell:
         if item.view.lower() not in {v.lower() for v in pipeline.view_names}:
             from . import catalog
 
-            if catalog.lookup(pipeline.flow, item.view) is not None:
+            db, _, name = item.view.rpartition(".")
+            if catalog.lookup(pipeline.flow, name, db or None) is not None:
+                what = "a source" if not db else "a source's or view's side output"
                 raise stmt.error(
-                    f"{item.view} is a source; subscribe to a view of it: "
-                    f"CREATE VIEW {item.view}_v AS SELECT * FROM {item.view}"
+                    f"{item.view} is {what}; subscribe to a view of it: "
+                    f"CREATE VIEW {item.view.replace('.', '_')}_v AS SELECT * FROM {item.view}"
                 )
             raise stmt.error(f"no view named {item.view!r}; create it with CREATE VIEW first")
         coll = pipeline.view(item.view)
@@ -347,6 +390,11 @@ class Shell:
                         "wait, or ask for an earlier time",
                         construct="AS OF",
                     )
+        elif not self.ticked and not engine.finished():
+            # (nothing of this session is readable before its first tick: even a resumed
+            # data dir's views are rebuilt by it; read at the first sealed time, as
+            # Materialize's SELECT waits until its inputs are readable)
+            self._tick()
         spark = pipeline.flow.spark
         registered = []
         try:
@@ -387,7 +435,7 @@ class Shell:
         print(f"ERROR: {error}", file=self.err, flush=True)
 
     def close(self) -> None:
-        """Close the dataflow."""
+        """Close the dataflow (a stopped one too: what it completed stays durable)."""
         if self.pipeline is not None:
             self.pipeline.close()
             self.pipeline = None

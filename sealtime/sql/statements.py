@@ -349,6 +349,15 @@ class _Cursor:
         self.i += 1
         return tok.text
 
+    def qualified(self, what: str, fix: str) -> str:
+        """A table name, or ``source.subsource`` / ``source.errors`` / ``view.errors``."""
+        name = self.name(what, fix)
+        tok = self.peek()
+        if tok is not None and tok.token_type == TokenType.DOT:
+            self.i += 1
+            name += "." + self.name(what, fix)
+        return name
+
     def string(self, what: str, fix: str) -> str:
         tok = self.peek()
         if tok is None or tok.token_type != TokenType.STRING:
@@ -464,7 +473,7 @@ def _create_sink(stmt: Statement) -> CreateSink:
     c.expect("CREATE", "SINK", fix=fix)
     name = c.name("the sink's name", fix)
     c.expect("FROM", fix=fix)
-    view = c.name("the view (or source) to write", fix)
+    view = c.qualified("the view (or source) to write", fix)
     c.expect("INTO", fix=fix)
     kind = c.word()
     if kind not in ("PARQUET", "PERSIST"):
@@ -482,7 +491,7 @@ def _publish(stmt: Statement) -> Publish:
     fix = "write PUBLISH view [AS VIEW|STREAM] [WITH (TOPIC 'name', PARTITIONS n)]"
     c = _Cursor(stmt)
     c.expect("PUBLISH", fix=fix)
-    view = c.name("the view (or source) to publish", fix)
+    view = c.qualified("the view (or source) to publish", fix)
     mode = "stream"
     if c.accept("AS"):
         if c.accept("VIEW"):
@@ -511,7 +520,7 @@ def _subscribe(stmt: Statement) -> Subscribe:
         raise c.fail(
             "SUBSCRIBE to a query: create a view first (CREATE VIEW v AS ...), then SUBSCRIBE v"
         )
-    view = c.name("the view to subscribe to", fix)
+    view = c.qualified("the view to subscribe to", fix)
     options, _ = c.options(_SUBSCRIBE_OPTIONS)
     c.end(fix)
     return Subscribe(

@@ -249,9 +249,10 @@ def scalars(
     found = [
         s
         for node in nodes
-        for s in node.find_all(exp.Subquery)
-        if not isinstance(s.parent, (exp.In, exp.Exists, exp.From, exp.Join))
-        and s.find_ancestor(exp.Subquery) is None
+        # (the outermost ones: a subquery inside another is that one's business)
+        for s in node.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Exists, exp.Select)))
+        if isinstance(s, exp.Subquery)
+        and not isinstance(s.parent, (exp.In, exp.Exists, exp.From, exp.Join))
     ]
     if not found:
         return rel, nodes
