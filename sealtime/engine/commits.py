@@ -158,6 +158,12 @@ class SinkStage:
             computed = sink.commit(r.output(node.id), lo, hi, context)
             if computed is True:  # (a range committed before a restart runs nothing)
                 r.materialised |= self.plan.upstream([node.id])
+        batched: dict[type[Sink], list[Sink]] = {}
+        for node, sink in self.plan.sinks:
+            if getattr(sink, "batches_commits", False) and node.id in r.sealed:
+                batched.setdefault(type(sink), []).append(sink)
+        for kind, sinks in batched.items():
+            kind.end_commits(sinks)
         self._readers, self._early = {}, None
         self._fused_jobs, self._fused_parts = {}, {}
 

@@ -176,9 +176,14 @@ class ViewHistory(Sink):
 
     exactly_once = True
     takes_arrow = True
+    batches_commits = True
 
     def __post_init__(self) -> None:
         self.shard: Shard | None = None
+        #: the shard's upper as this writer last moved it (`...`: to be read)
+        self._upper: Any = ...
+        #: this tick's range, staged for `end_commits`: (rows, expected upper, new upper)
+        self._staged: tuple[pa.Table | None, int, int | None] | None = None
 
     def _open(self) -> Shard:
         if self.shard is None:
@@ -197,7 +202,8 @@ class ViewHistory(Sink):
         return self.shard
 
     def durable_upper(self) -> int | None:
-        return self._open().upper
+        self._upper = self._open().upper
+        return self._upper
 
     def commit(self, delta: Any, lo: int, hi: int | None, context: CommitContext) -> bool:
         from ..spark.frames import to_arrow
@@ -209,25 +215,48 @@ class ViewHistory(Sink):
     def commit_arrow(
         self, table: pa.Table | None, lo: int, hi: int | None, context: CommitContext
     ) -> None:
+        """Stage the range; `end_commits` appends every view's staged range at once."""
         shard = self._open()
-        upper = shard.upper
+        if self._upper is ...:
+            self._upper = shard.upper
+        upper = self._upper
         if upper is None or (hi is not None and upper >= hi):
             return  # (committed before a restart)
         if table is not None and lo < upper:
             table = table.filter(pc.greater_equal(table[TIME], upper))
-        batch = _batch(table, shard)
-        result = shard.append_idempotent(batch, upper, hi)
-        if not result.ok:
-            raise WriterConflictError(
-                f"view history {self.shard_name!r}: the shard's upper moved to {result.upper} "
-                f"while the service expected {upper}; is another service writing this data dir?"
-            )
-        self.hub.publish(table, hi)
+        self._staged = (table, upper, hi)
+
+    @classmethod
+    def end_commits(cls, sinks: list[Sink]) -> None:
+        """Append the staged ranges of `sinks` to their shards in one transaction
+        (`Shard.append_many`), then hand them to their subscribers."""
+        staged = [s for s in sinks if isinstance(s, ViewHistory) and s._staged is not None]
+        if not staged:
+            return
+        appends = []
+        for s in staged:
+            table, upper, hi = s._staged  # type: ignore[misc]
+            assert s.shard is not None
+            appends.append((s.shard, _batch(table, s.shard), upper, hi))
+        results = Shard.append_many(appends)
+        for s, result in zip(staged, results):
+            table, upper, hi = s._staged  # type: ignore[misc]
+            s._staged = None
+            if not result.ok:
+                s._upper = ...
+                raise WriterConflictError(
+                    f"view history {s.shard_name!r}: the shard's upper moved to "
+                    f"{result.upper} while the service expected {upper}; is another "
+                    "service writing this data dir?"
+                )
+            s._upper = hi
+            s.hub.publish(table, hi)
 
     def drop(self) -> None:
         """Forget the history: its shard and files go (the view was dropped)."""
         self._open().delete()
         self.shard = None
+        self._upper = ...
 
 
 def _batch(table: pa.Table | None, shard: Shard) -> pa.Table:

@@ -126,6 +126,16 @@ class Sink(ABC):
         the range holds no update). Only sinks with `takes_arrow`."""
         raise TypeError(f"{type(self).__name__} does not take Arrow tables (takes_arrow)")
 
+    #: The sink's commits of a tick may be staged and made durable together, for all
+    #: sinks of its class, by `end_commits` (which the engine calls once a tick, after
+    #: every commit and before anything counts them as durable).
+    batches_commits: bool = False
+
+    @classmethod  # noqa: B027 - optional hook
+    def end_commits(cls, sinks: list[Sink]) -> None:
+        """Make the commits `sinks` (of this class, with `batches_commits`) staged this
+        tick durable."""
+
     def durable_upper(self) -> int | None:
         """Times below this are durably committed (None: the collection is finished).
         Only exactly-once sinks keep one."""

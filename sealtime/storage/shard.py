@@ -475,6 +475,15 @@ class Shard:
         If the call raises (e.g. the connection died during COMMIT) the outcome is
         unknown: retry with `append_idempotent` and the same arguments.
         """
+        self._check_uppers(expected_upper, new_upper)
+        prepared = self._prepare(batch, expected_upper, new_upper)
+        with self.store.transaction() as tx:
+            result = self._append_in(tx, prepared, expected_upper, new_upper)
+        if not result.ok and prepared.owned:
+            self._loc.delete_files(prepared.files)
+        return result
+
+    def _check_uppers(self, expected_upper: int | None, new_upper: int | None) -> None:
         if expected_upper is None:
             raise InvalidBatchError(
                 f"shard {self.name!r}: cannot append with expected_upper=None — a finished "
@@ -485,45 +494,39 @@ class Shard:
                 f"shard {self.name!r}: new_upper={new_upper} is before expected_upper="
                 f"{expected_upper}; uppers only move forward"
             )
-        prepared = self._prepare(batch, expected_upper, new_upper)
-        mismatch: tuple[int | None] | None = None
-        with self.store.transaction() as tx:
-            row = tx.query_one(
-                "SELECT upper, next_seq FROM sealtime_shards WHERE name = ?"
-                + tx.dialect.for_update,
-                (self.name,),
+
+    def _append_in(
+        self, tx: Transaction, prepared: _Prepared, expected_upper: int, new_upper: int | None
+    ) -> AppendResult:
+        """Inside `tx`: lock the shard row, compare, register `prepared`, move the upper."""
+        row = tx.query_one(
+            "SELECT upper, next_seq FROM sealtime_shards WHERE name = ?" + tx.dialect.for_update,
+            (self.name,),
+        )
+        if row is None:
+            raise ShardNotFoundError(f"shard {self.name!r} no longer exists in {self.store.url!r}")
+        current, seq = row[0], int(row[1])
+        if current != expected_upper:
+            return AppendResult(False, current, expected_upper, shard=self.name)
+        tx.execute(
+            "UPDATE sealtime_shards SET upper = ?, next_seq = ? WHERE name = ?",
+            (new_upper, seq + 1, self.name),
+        )
+        if prepared.files:
+            tx.execute(
+                "INSERT INTO sealtime_shard_batches (shard, seq, lower, upper, files, "
+                "row_count, compacted_to, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self.name,
+                    seq,
+                    expected_upper,
+                    new_upper,
+                    json.dumps(prepared.files),
+                    prepared.row_count,
+                    None,
+                    time.time(),
+                ),
             )
-            if row is None:
-                raise ShardNotFoundError(
-                    f"shard {self.name!r} no longer exists in {self.store.url!r}"
-                )
-            current, seq = row[0], int(row[1])
-            if current != expected_upper:
-                mismatch = (current,)
-            else:
-                tx.execute(
-                    "UPDATE sealtime_shards SET upper = ?, next_seq = ? WHERE name = ?",
-                    (new_upper, seq + 1, self.name),
-                )
-                if prepared.files:
-                    tx.execute(
-                        "INSERT INTO sealtime_shard_batches (shard, seq, lower, upper, files, "
-                        "row_count, compacted_to, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            self.name,
-                            seq,
-                            expected_upper,
-                            new_upper,
-                            json.dumps(prepared.files),
-                            prepared.row_count,
-                            None,
-                            time.time(),
-                        ),
-                    )
-        if mismatch is not None:
-            if prepared.owned:
-                self._loc.delete_files(prepared.files)
-            return AppendResult(False, mismatch[0], expected_upper, shard=self.name)
         return AppendResult(True, new_upper, expected_upper, shard=self.name)
 
     def append_idempotent(
@@ -563,6 +566,54 @@ class Shard:
         return AppendResult(
             True, result.upper, expected_upper, already_applied=True, shard=self.name
         )
+
+    @staticmethod
+    def append_many(
+        appends: Sequence[tuple[Shard, pa.Table, int | None, int | None]],
+    ) -> list[AppendResult]:
+        """`append_idempotent` of several shards of one metadata store at once: their
+        files written and synced in parallel, then ONE transaction for all (each shard
+        compared and moved on its own: a mismatch leaves the others appended). A live
+        service commits every view's history each tick this way (one transaction, not
+        one per view: docs/serve.md).
+
+        >>> import tempfile
+        >>> from sealtime.storage import MetadataStore
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     store = MetadataStore.open(d)
+        ...     a, b = (Shard.create(store, n, pa.schema([("x", pa.int64())]), d) for n in "ab")
+        ...     t = pa.table({"x": [1], "_time": [0], "_diff": [1]})
+        ...     rs = Shard.append_many([(a, t, 0, 1), (b, t.slice(0, 0), 0, 1), (a, t, 0, 1)])
+        ...     print([(r.ok, r.already_applied) for r in rs], a.upper, b.upper, len(b.batches()))
+        ...     store.close()
+        [(True, False), (True, False), (True, True)] 1 1 0
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not appends:
+            return []
+        stores = {id(shard.store) for shard, *_ in appends}
+        if len(stores) != 1:
+            raise InvalidBatchError("Shard.append_many: the shards must share one store")
+        for shard, _, expected, new in appends:
+            shard._check_uppers(expected, new)
+        with ThreadPoolExecutor(min(8, len(appends))) as pool:
+            prepared = list(pool.map(lambda a: a[0]._prepare(a[1], a[2], a[3]), appends))
+        results = []
+        with appends[0][0].store.transaction() as tx:
+            for (shard, _, expected, new), prep in zip(appends, prepared):
+                assert expected is not None  # (checked above)
+                results.append(shard._append_in(tx, prep, expected, new))
+        out = []
+        for (shard, _, expected, new), prep, result in zip(appends, prepared, results):
+            if not result.ok and prep.owned:
+                shard._loc.delete_files(prep.files)
+            if not result.ok and frontier_le(new, result.upper):
+                result = AppendResult(
+                    True, result.upper, expected, already_applied=True, shard=shard.name
+                )
+            out.append(result)
+        return out
 
     def _prepare(
         self,

@@ -1,0 +1,184 @@
+"""Views added and dropped while a dataflow runs: the engine's changing plan.
+
+`LivePlan` holds the part of `sealtime.engine.coordinator.Engine` that changes the
+running plan between ticks: `extend` adds nodes and sinks (new sources go live at once;
+everything else hydrates first, in groups of copies: `sealtime.engine.hydration`),
+`shrink` removes them with their state, and a group that caught up joins the live plan
+(`_merge_hydrated`). Every change ends in `_replan`, which hands the new plan to the
+frontier tracker, the sink stage and the dataplane (whose fusion groups are found again:
+`sealtime.engine.fusion`). Nothing here runs inside a tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StateError
+from ..plan import Plan, PlanNode, SinkEdge, Source, SourceOutput
+from ..time.order import MIN_TIME
+from .frontiers import FrontierTracker
+
+if TYPE_CHECKING:
+    from ..operators import Operator
+    from ..storage.fs import DataFS
+    from .bindings import Binding
+    from .commits import SinkStage
+    from .dataplane import Dataplane
+    from .hydration import Hydrations
+    from .ingest import SourceRuntime
+    from .retention import LogRetention
+
+__all__ = ["LivePlan"]
+
+
+class LivePlan:
+    """The plan-changing methods of the engine (see the module docstring); the engine
+    provides the attributes declared here."""
+
+    plan: Plan
+    config: Any
+    live_nodes: list[PlanNode]
+    live_sinks: list[SinkEdge]
+    hydrations: Hydrations
+    sources: dict[int, SourceRuntime]
+    log_readers: dict[int, SourceRuntime]
+    ops: dict[int, Operator[Any]]
+    sinks: SinkStage
+    dataplane: Dataplane
+    retention: LogRetention
+    tracker: FrontierTracker
+    data_fs: DataFS
+    bindings: list[Binding]
+
+    def _open_sources(
+        self, nodes: Sequence[Source], stored: list[Binding], acked: dict[str, Any]
+    ) -> dict[int, SourceRuntime]:
+        raise NotImplementedError  # (the engine's)
+
+    def _build_operators(self, nodes: Sequence[PlanNode]) -> dict[int, Operator[Any]]:
+        raise NotImplementedError  # (the engine's)
+
+    def extend(self, nodes: Sequence[PlanNode], sinks: Sequence[SinkEdge] = ()) -> None:
+        """Add `nodes` (topological order, reading live nodes or each other) and
+        `sinks` between ticks. New sources and their side outputs go live at once (they
+        have no history); every other new node hydrates first (`sealtime.engine.hydration`)
+        and joins the live ticks once it has caught up."""
+        roots = [n for n in nodes if isinstance(n, (Source, SourceOutput))]
+        rest = [n for n in nodes if not isinstance(n, (Source, SourceOutput))]
+        if rest:
+            self._check_history(rest)
+        root_ids = {n.id for n in roots}
+        new_sources = [n for n in roots if isinstance(n, Source)]
+        opened = self._open_sources(new_sources, [], {})
+        self.sources.update(opened)
+        self.log_readers.update(opened)
+        self.live_nodes += roots
+        self._add_operators(roots)
+        self.live_sinks += [e for e in sinks if e.node.id in root_ids]
+        if rest:
+            live = {n.id: n for n in self.live_nodes}
+            group = self.hydrations.begin(
+                rest, [e for e in sinks if e.node.id not in root_ids], live
+            )
+            for copy in group.physical:
+                if copy.id in group.copies and isinstance(copy, Source):
+                    self.log_readers[copy.id] = self.sources[group.copies[copy.id]]
+            self._add_operators(group.physical)
+        self._replan()
+
+    def _add_operators(self, nodes: Sequence[PlanNode]) -> None:
+        """Operators for nodes joining a running plan: their state starts empty (files
+        an earlier run left under their directories go)."""
+        built = self._build_operators(nodes)
+        for op in built.values():
+            op.restore({})
+        self.ops.update(built)
+
+    def hydrating(self) -> set[int]:
+        """The ids of the nodes still hydrating (not yet live)."""
+        return {nid for g in self.hydrations.groups for nid in g.new}
+
+    def _check_history(self, nodes: Sequence[PlanNode]) -> None:
+        """Refuse to hydrate `nodes` when a source they read no longer holds its whole
+        history: what its log dropped is gone, so they could not compute it."""
+        seen: set[int] = set()
+        stack = list(nodes)
+        marks = self.retention.marks()
+        while stack:
+            node = stack.pop()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            stack += node.inputs
+            if isinstance(node, Source) and marks.get(node.name, MIN_TIME) > MIN_TIME:
+                raise StateError(
+                    f"{nodes[-1].describe()} reads source {node.name!r}, whose ingest log "
+                    f"before time {marks[node.name]} was removed (its retain_history); it "
+                    "cannot be computed from the start. Create the source with a longer "
+                    "RETAIN HISTORY (retain_history=None keeps it all), or define the view "
+                    "before the history it needs is dropped"
+                )
+
+    def shrink(self, node_ids: set[int], sinks: Sequence[Any] = ()) -> None:
+        """Remove the nodes `node_ids` and the sink objects `sinks` between ticks (a
+        hydrating group that loses a node is dropped whole): their operators' state and
+        the side effects of dropped sources go (the ingest log of a dropped source is
+        deleted)."""
+        dropped_sinks = {id(s) for s in sinks}
+        for group in list(self.hydrations.groups):
+            if node_ids & set(group.new):
+                self.hydrations.groups.remove(group)
+                node_ids |= {n.id for n in group.physical}
+        self.live_nodes = [n for n in self.live_nodes if n.id not in node_ids]
+        self.live_sinks = [e for e in self.live_sinks if id(e.sink) not in dropped_sinks]
+        for nid in node_ids:
+            self._forget(nid)
+            runtime = self.sources.pop(nid, None)
+            if runtime is not None:
+                runtime.close()
+        self._replan()
+
+    def _forget(self, nid: int) -> None:
+        """Drop node `nid`'s operator and the durable state under its directory."""
+        op = self.ops.pop(nid, None)
+        self.log_readers.pop(nid, None)
+        rel = self.data_fs.rel(op.env.state_dir) if op is not None else None
+        if rel:  # (never the data dir itself)
+            self.data_fs.delete_dir(rel)
+
+    def _replan(self) -> None:
+        """Run the live nodes and every hydrating group's copies from the next tick."""
+        nodes = [*self.live_nodes, *self.hydrations.nodes()]
+        sinks = [*self.live_sinks, *self.hydrations.sinks()]
+        self.plan = plan = Plan(tuple(nodes), tuple(sinks), self.config)
+        self.tracker = FrontierTracker(plan.graph())
+        self.sinks.retarget(plan)
+        self.dataplane.retarget(
+            plan,
+            frame_sinks=self.sinks.frame_nodes,
+            ahead=self.sinks.ahead_nodes,
+            live={n.id for n in self.live_nodes},
+            collected=self.sinks.collects,
+        )
+        self.retention.plan = plan
+
+    def _merge_hydrated(self) -> bool:
+        """Groups that caught up join the live plan: copies dropped, new nodes wired to
+        the live nodes. Returns whether any did."""
+        merged = []
+        live = {n.id for n in self.live_nodes}
+        for group in self.hydrations.finished(self.bindings):
+            reads = {i.id for n in group.new.values() for i in n.inputs} - set(group.new)
+            if not reads <= live:  # (it reads a view still hydrating: that one goes first)
+                self.hydrations.groups.append(group)
+                continue
+            for nid in group.copies:
+                self._forget(nid)
+            self.live_nodes += list(group.new.values())
+            self.live_sinks += group.live_sinks
+            live |= set(group.new)
+            merged.append(group)
+        if merged:
+            self._replan()
+        return bool(merged)
