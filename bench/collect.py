@@ -18,6 +18,7 @@ ORDER = [
     "windows",
     "nexmark",
     "nexmark_coverage",
+    "nexmark_coverage_rerun",
     "nexmark_latency",
     "nexmark_recovery",
     "cold_start",
