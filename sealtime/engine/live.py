@@ -137,6 +137,11 @@ class LivePlan:
             runtime = self.sources.pop(nid, None)
             if runtime is not None:
                 runtime.close()
+                # (its log and truncation mark go: a new source of that name starts anew)
+                rel = self.data_fs.rel(runtime.log_dir)
+                if rel:
+                    self.data_fs.delete_dir(rel)
+                self.retention.forget(runtime.name)
         self._replan()
 
     def _forget(self, nid: int) -> None:

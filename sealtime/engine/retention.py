@@ -65,6 +65,12 @@ class LogRetention:
         """Per source, the time below which its log was truncated."""
         return dict(self.store.kv_get(TRUNCATION, self.flow, {}))
 
+    def forget(self, source: str) -> None:
+        """Drop the truncation mark of `source` (a dropped source)."""
+        marks = self.marks()
+        if marks.pop(source, None) is not None:
+            self.store.kv_put(TRUNCATION, self.flow, marks)
+
     def processed_below(self, done: Mapping[int, int | None]) -> dict[str, int | None]:
         """Per source, the least `done` frontier over the source and everything
         downstream of it: log rows at earlier times are reflected in the state a

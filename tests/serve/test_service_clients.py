@@ -325,11 +325,6 @@ def test_drop_view_releases_its_arrangements_and_history(live: Live) -> None:
     live.run("DROP VIEW IF EXISTS dkeep")  # (nothing left: not an error)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Engine.shrink (sealtime/engine/coordinator.py, lead-owned) closes a dropped "
-    "source's reader but leaves its ingest log (SourceRuntime.log_dir) on disk",
-)
 def test_drop_source_deletes_its_ingest_log(live: Live) -> None:
     inbox = live.inbox("e")
     live.run(
