@@ -177,7 +177,21 @@ def raise_parse_error(text: str, error: Exception) -> t.NoReturn:
             # first character.
             highlight = first.get("highlight") or ""
             col = max(1, col - len(highlight) + 1) if highlight else col
-    raise SqlError("syntax", f"{detail} (Spark SQL dialect)", line=line, col=col) from error
+    raise SqlError("syntax", f"{_plain(detail)} (Spark SQL dialect)", line=line, col=col) from error
+
+
+def _plain(detail: str) -> str:
+    """sqlglot's message without its class names (the user wrote SQL, not sqlglot).
+
+    >>> _plain("Required keyword: 'this' missing for <class 'sqlglot.expressions.query.Where'>")
+    'WHERE is incomplete: an expression is missing'
+    """
+    import re
+
+    missing = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>", detail)
+    if missing:
+        return f"{missing.group(2).upper()} is incomplete: an expression is missing"
+    return re.sub(r"<class '[\w.]*\.(\w+)'>", lambda m: m.group(1).upper(), detail)
 
 
 def sql_tokens(text: str) -> list[Token]:

@@ -61,7 +61,7 @@ from .statements import (
     parse_text,
 )
 
-__all__ = ["Pipeline", "build_pipeline", "run_file"]
+__all__ = ["Pipeline", "build_pipeline", "changed_operator", "run_file"]
 
 _SOURCE_CONFIG = "sql-sources"  # metadata-store namespace: source definitions per dataflow
 
@@ -332,7 +332,7 @@ def _flow_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", stem) or "sql"
 
 
-def _changed_operator(flow: Any, error: Exception) -> str:
+def changed_operator(flow: Any, error: Exception) -> str:
     """Which operator (named after its view) the engine found changed, in the user's
     words: the engine's message compares internal plan fingerprints (Spark plans)."""
     import re
@@ -400,7 +400,7 @@ def run_file(
             raise SqlError(
                 os.path.basename(path),
                 f"the statements differ from those that wrote {flow.data_dir}"
-                f"{_changed_operator(flow, e)}. Restore the file to resume, or run the "
+                f"{changed_operator(flow, e)}. Restore the file to resume, or run the "
                 "changed file with a new --data-dir",
             ) from e
         if out is not None and engine.recovered_from:

@@ -220,6 +220,16 @@ class Shell:
             except SqlError:
                 raise
             except Exception as e:
+                from ..engine.bindings import PlanChangedError
+                from .pipeline import changed_operator
+
+                if isinstance(e, PlanChangedError):  # (in the user's words: no plan dump)
+                    self.failed = (
+                        f"the statements differ from those that wrote {self.data_dir}"
+                        f"{changed_operator(flow, e)}; run the original statements, or use "
+                        "a new --data-dir"
+                    )
+                    raise ShellStopped(self.failed) from e
                 self._fail("starting the dataflow", e)
             if engine.recovered_from:
                 self._print(f"-- resuming {flow.name!r}: {engine.recovered_from}")

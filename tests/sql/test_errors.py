@@ -148,7 +148,8 @@ CASES = [
         "st.Session",
     ),
     ("SELECT k FROM a\nQUALIFY v > 1", "QUALIFY", 2, 1, ["subquery"], "top_k"),
-    ("SELECT k FROM a WHERE", "syntax", 1, 17, ["Spark SQL"], None),
+    # (in SQL's words, not sqlglot's class names)
+    ("SELECT k FROM a WHERE", "syntax", 1, 17, ["WHERE is incomplete", "Spark SQL"], None),
     # Spark 4 refuses a trailing comma (sqlglot would drop it)
     ("SELECT k,\nFROM a", "syntax", 1, 9, ["TRAILING_COMMA_IN_SELECT"], None),
     ("SELECT a.k FROM a JOIN b\nON a.k = b.w", "join key types", 2, 4, ["CAST"], None),
