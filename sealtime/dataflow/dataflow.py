@@ -598,24 +598,22 @@ class Dataflow:
                 truncate_log=self.truncate_log,
                 live=self.live,
                 fuse=self.fuse,
+                lease=self.lease,
+                takeover=self.takeover or None,
             ),
         )
 
     def _new_engine(self, replay_from: Any = None) -> Any:
         from ..engine.coordinator import Engine
-        from ..storage.ownership import lease_settings
 
-        # (the engine takes the data dir's lease as it starts: these settings are the
-        # defaults of the leases acquired meanwhile, as the command's --lease/--takeover)
-        with lease_settings(lease=self.lease, takeover=self.takeover):
-            return Engine(
-                self.compile(),
-                self.metadata_store,
-                self._spark,
-                self._clock_ms,
-                replay_from=replay_from,
-                observers=self.tick_observers,
-            )
+        return Engine(
+            self.compile(),
+            self.metadata_store,
+            self._spark,
+            self._clock_ms,
+            replay_from=replay_from,
+            observers=self.tick_observers,
+        )
 
     @property
     def engine(self):

@@ -63,6 +63,10 @@ class RunConfig:
     #: keyed operators over per-row functions of one collection share one Spark job a
     #: tick (`sealtime.engine.fusion`); False runs each alone (same results)
     fuse: bool = True
+    #: the data dir's lease length in seconds and a forced takeover of a live owner
+    #: (`sealtime.storage.ownership`; None: the process's defaults, as ``--lease``)
+    lease: float | None = None
+    takeover: bool | None = None
 
 
 @dataclass(frozen=True)
