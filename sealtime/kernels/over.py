@@ -35,6 +35,7 @@ Frames are ``(unit, start, end)``: unit ``"rows"`` or ``"range"``, bounds None
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PlanError
+from ..plan.over import ListKind, WindowKind
 from .differential_top_k import TopKSpec, item_ranks
 from .general_reduce import DIFF, TIME, Timeline, pack_keys, timeline, value_ranks
 from .keyed import int64s, validity
@@ -57,6 +59,7 @@ __all__ = [
 ]
 
 #: the window functions (and the aggregates allowed over a frame)
+KINDS = tuple(WindowKind)
 KINDS = (
     "row_number",
     "rank",
@@ -75,9 +78,22 @@ KINDS = (
     "max",
 )
 #: list aggregates of `collect_step`
-COLLECT_KINDS = ("list", "set")
-_TAKES = ("lag", "lead", "first_value", "last_value", "min", "max")
-_FLOATS = ("percent_rank", "cume_dist", "avg")
+COLLECT_KINDS = tuple(ListKind)
+W = WindowKind
+
+
+class _Form(enum.Enum):
+    """How a function's computed column becomes its output: rows taken by index,
+    values found by rank, floats, integers."""
+
+    TAKE = "take"
+    RANK = "rank"
+    FLOAT = "float"
+    INT = "int"
+
+
+_TAKES = (W.LAG, W.LEAD, W.FIRST_VALUE, W.LAST_VALUE, W.MIN, W.MAX)
+_FLOATS = (W.PERCENT_RANK, W.CUME_DIST, W.AVG)
 
 
 @dataclass(frozen=True)
@@ -88,10 +104,15 @@ class OverFn:
     (see the module docstring)."""
 
     name: str
-    kind: str
+    kind: WindowKind
     column: str | None = None
     offset: int = 1
     frame: tuple[str, int | None, int | None] = ("range", None, 0)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise PlanError(f"unknown window function {self.kind!r} (one of {', '.join(KINDS)})")
+        object.__setattr__(self, "kind", WindowKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -221,7 +242,7 @@ def segmented_cumsum_any(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     >>> segmented_cumsum_any(np.array([1, 2, 3, 4]), np.array([True, False, True, False])).tolist()
     [1, 3, 3, 7]
     """
-    if x.dtype.kind == "f":
+    if np.issubdtype(x.dtype, np.floating):
         out = np.empty_like(x)
         bounds = np.append(np.flatnonzero(starts), len(x))
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -282,12 +303,12 @@ def output_schema(spec: OverSpec, schema: pa.Schema) -> pa.Schema:
             fields.append(pa.field(fn.name, schema.field(fn.column).type))
         elif fn.kind in _FLOATS:
             fields.append(pa.field(fn.name, pa.float64()))
-        elif fn.kind == "sum":
+        elif fn.kind is W.SUM:
             floating = pa.types.is_floating(schema.field(fn.column).type)
             fields.append(pa.field(fn.name, pa.float64() if floating else pa.int64()))
         else:
             fields.append(pa.field(fn.name, pa.int64()))
-        if fn.kind in ("lag", "lead"):
+        if fn.kind in (W.LAG, W.LEAD):
             fields.append(pa.field(f"{fn.name}__out", pa.bool_()))
     return pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
 
@@ -344,19 +365,19 @@ def over_step(
 
     for fn in spec.functions:
         kind = fn.kind
-        if kind == "row_number":
+        if kind is W.ROW_NUMBER:
             values = pos + 1
-        elif kind == "rank":
+        elif kind is W.RANK:
             values = peer_first - first + 1
-        elif kind == "dense_rank":
+        elif kind is W.DENSE_RANK:
             c = np.cumsum(peer_start)
             values = c - c[first] + 1
-        elif kind == "percent_rank":
+        elif kind is W.PERCENT_RANK:
             r = peer_first - first
             values = np.where(size > 1, r / np.maximum(size - 1, 1), 0.0)
-        elif kind == "cume_dist":
+        elif kind is W.CUME_DIST:
             values = (peer_last - first + 1) / size
-        elif kind == "ntile":
+        elif kind is W.NTILE:
             b = max(int(fn.offset), 1)
             q, rem = size // b, size % b
             big = rem * (q + 1)
@@ -365,13 +386,13 @@ def over_step(
                 pos // np.maximum(q + 1, 1) + 1,
                 (pos - big) // np.maximum(q, 1) + rem + 1,
             )
-        elif kind in ("lag", "lead"):
+        elif kind in (W.LAG, W.LEAD):
             k = int(fn.offset)
-            src = idx - k if kind == "lag" else idx + k
-            inside = (pos - k >= 0) if kind == "lag" else (pos + k < size)
+            src = idx - k if kind is W.LAG else idx + k
+            inside = (pos - k >= 0) if kind is W.LAG else (pos + k < size)
             src = np.where(inside, src, -1)
             _, valid, ranks = column(fn.column)  # type: ignore[arg-type]
-            cols[fn.name] = ("take", src, None)
+            cols[fn.name] = (_Form.TAKE, src, None)
             sigs.append(np.where(src >= 0, ranks[np.maximum(src, 0)], -2))
             flags[fn.name] = ~inside
             sigs.append(inside.astype(np.int64))
@@ -379,10 +400,10 @@ def over_step(
         else:
             a, b = _frame(fn, pos, first, last, peer_first, peer_last)
             empty = a > b
-            if kind in ("first_value", "last_value"):
-                src = np.where(empty, -1, np.clip(a if kind == "first_value" else b, 0, n - 1))
+            if kind in (W.FIRST_VALUE, W.LAST_VALUE):
+                src = np.where(empty, -1, np.clip(a if kind is W.FIRST_VALUE else b, 0, n - 1))
                 _, valid, ranks = column(fn.column)  # type: ignore[arg-type]
-                cols[fn.name] = ("take", src, None)
+                cols[fn.name] = (_Form.TAKE, src, None)
                 sigs.append(np.where(src >= 0, ranks[np.maximum(src, 0)], -2))
                 continue
             ac, bc = np.clip(a, 0, n - 1), np.clip(b, 0, n - 1)
@@ -391,17 +412,17 @@ def over_step(
             else:
                 col, valid, ranks = column(fn.column)
                 count = np.where(empty, 0, _frame_sum(valid.astype(np.int64), first, ac, bc))
-                if kind == "count":
+                if kind is W.COUNT:
                     values = count
-                elif kind in ("sum", "avg"):
+                elif kind in (W.SUM, W.AVG):
                     floating = pa.types.is_floating(col.type)
                     raw = col.to_numpy(zero_copy_only=False) if floating else int64s(col)
                     x = np.asarray(raw, dtype=np.float64 if floating else np.int64)[row]
                     x = np.where(valid, x, 0)
                     total = np.where(empty, 0, _frame_sum(x, first, ac, bc))
                     has = count > 0
-                    if kind == "sum":
-                        cols[fn.name] = ("float" if floating else "int", total, has)
+                    if kind is W.SUM:
+                        cols[fn.name] = (_Form.FLOAT if floating else _Form.INT, total, has)
                         sigs.append(
                             _float_bits(total.astype(np.float64), has)
                             if floating
@@ -410,12 +431,12 @@ def over_step(
                         sigs.append(has.astype(np.int64))
                     else:
                         mean = total / np.maximum(count, 1)
-                        cols[fn.name] = ("float", mean, has)
+                        cols[fn.name] = (_Form.FLOAT, mean, has)
                         sigs.append(_float_bits(mean.astype(np.float64), has))
                     continue
                 else:  # min / max over the frame, through ranks (nulls ignored)
                     big = np.iinfo(np.int64).max
-                    if kind == "min":
+                    if kind is W.MIN:
                         v = np.where(valid, ranks, big)
                         levels = _sparse_table(v, np.minimum)
                         best = _range_query(levels, np.minimum(ac, bc), bc, np.minimum)
@@ -425,10 +446,10 @@ def over_step(
                         levels = _sparse_table(v, np.maximum)
                         best = _range_query(levels, np.minimum(ac, bc), bc, np.maximum)
                         best = np.where(empty, -1, best)
-                    cols[fn.name] = ("rank", best, None)
+                    cols[fn.name] = (_Form.RANK, best, None)
                     sigs.append(best)
                     continue
-        cols[fn.name] = ("float" if kind in _FLOATS else "int", np.asarray(values), None)
+        cols[fn.name] = (_Form.FLOAT if kind in _FLOATS else _Form.INT, np.asarray(values), None)
         v = np.asarray(values)
         sigs.append(
             _float_bits(v.astype(np.float64), np.ones(n, bool))
@@ -456,9 +477,9 @@ def over_step(
     values_t = tl.rows.take(pa.array(out_rows, pa.int64()))
     arrays = [keys.column(c) for c in spec.keys] + [values_t.column(c) for c in spec.values]
     for fn in spec.functions:
-        kind, data, valid = cols[fn.name]
+        form, data, valid = cols[fn.name]
         field = schema.field(fn.name)
-        if kind == "take":
+        if form is _Form.TAKE:
             s = data[src]
             col = tl.rows.column(fn.column).combine_chunks()
             arrays.append(
@@ -466,7 +487,7 @@ def over_step(
                     pa.array(np.where(s >= 0, row[np.maximum(s, 0)], 0), pa.int64(), mask=s < 0)
                 )
             )
-        elif kind == "rank":
+        elif form is _Form.RANK:
             r = data[src]
             col = tl.rows.column(fn.column).combine_chunks()
             ranks = value_ranks(col)
@@ -479,7 +500,7 @@ def over_step(
             d = data[src]
             mask = None if valid is None else ~valid[src]
             arrays.append(pa.array(d, field.type, mask=mask))
-        if fn.kind in ("lag", "lead"):
+        if fn.kind in (W.LAG, W.LEAD):
             arrays.append(pa.array(flags[fn.name][src], pa.bool_()))
     arrays += [pa.array(tl.slot_time[at], pa.int64()), pa.array(total, pa.int64())]
     return pa.Table.from_arrays(arrays, schema=schema), tl.run
@@ -526,16 +547,17 @@ def collect_step(
     prev = t - 1
     changed = present[t] != present[prev]
     lists = []
-    for _, kind, column in spec.lists:
+    for _, named, column in spec.lists:
+        kind = ListKind(named)
         col = tl.rows.column(column).combine_chunks()
         ranks = value_ranks(col)
-        slot, it = _expand(tl, copies=kind == "list")
+        slot, it = _expand(tl, copies=kind is ListKind.LIST)
         vr = ranks[tl.item_row[it]]
         keep = vr >= 0
         slot, vr = slot[keep], vr[keep]
         order = np.lexsort(pack_keys([slot, vr])[::-1])
         slot, vr = slot[order], vr[order]
-        if kind == "set" and len(slot):
+        if kind is ListKind.SET and len(slot):
             first = np.ones(len(slot), dtype=bool)
             first[1:] = (slot[1:] != slot[:-1]) | (vr[1:] != vr[:-1])
             slot, vr = slot[first], vr[first]

@@ -10,18 +10,47 @@ accumulated to t. Their kernels recompute a partition touched by a tick
 (`sealtime.kernels.over`).
 
 >>> OverFunction("r", "rank").kind, Over.kind, Collect.kind
-('rank', 'over', 'collect')
+(<WindowKind.RANK: 'rank'>, 'over', 'collect')
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
 from .node import PlanNode, window_bound
 
-__all__ = ["Collect", "CollectList", "Over", "OverFunction", "OverOrder"]
+__all__ = ["Collect", "CollectList", "ListKind", "Over", "OverFunction", "OverOrder", "WindowKind"]
+
+
+class WindowKind(str, enum.Enum):
+    """The window functions (and the aggregates allowed over a frame)."""
+
+    ROW_NUMBER = "row_number"
+    RANK = "rank"
+    DENSE_RANK = "dense_rank"
+    PERCENT_RANK = "percent_rank"
+    CUME_DIST = "cume_dist"
+    NTILE = "ntile"
+    LAG = "lag"
+    LEAD = "lead"
+    FIRST_VALUE = "first_value"
+    LAST_VALUE = "last_value"
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+    MIN = "min"
+    MAX = "max"
+
+
+class ListKind(str, enum.Enum):
+    """A list aggregate: every non-null value with repeats (``collect_list``), or each
+    value once (``collect_set``)."""
+
+    LIST = "list"
+    SET = "set"
 
 
 @dataclass(frozen=True)
@@ -44,11 +73,14 @@ class OverFunction:
     (negative: preceding; 0: the current row, or its peers for ``"range"``)."""
 
     name: str
-    kind: str
+    kind: WindowKind
     column: str | None = None
     offset: int = 1
     default: object = None
     frame: tuple[str, int | None, int | None] = ("range", None, 0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", WindowKind(self.kind))  # (from its SQL name too)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -73,8 +105,11 @@ class CollectList:
     repeats) or ``"set"`` (each value once) of `column`, in ascending order."""
 
     name: str
-    kind: str
+    kind: ListKind
     column: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ListKind(self.kind))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -81,10 +81,10 @@ def _by_name(jvm: Any, expression: Any, replace: dict[int, Any] | None = None) -
     """`expression` (Catalyst) with each attribute reference replaced by an unresolved
     reference to the column of that name, or by ``replace[its expression id]``; an
     alias is dropped for its child."""
-    kind = expression.getClass().getSimpleName()
-    if kind == "Alias":
+    catalyst = expression.getClass().getSimpleName()  # (a Catalyst class name)
+    if catalyst == "Alias":
         return _by_name(jvm, expression.child(), replace)
-    if kind == "AttributeReference":
+    if catalyst == "AttributeReference":
         if replace and expression.exprId().id() in replace:
             return replace[expression.exprId().id()]
         return jvm.org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute.quoted(
