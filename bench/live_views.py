@@ -49,6 +49,10 @@ the machine is shared.
     .venv/bin/python bench/live_views.py --quick         # 20 views, 100 + 10 subscribers
     .venv/bin/python bench/live_views.py --phases growth --views 200
     .venv/bin/python bench/live_views.py --report        # re-render the markdown
+
+The full run's results go to bench/results/live_views.{json,md} (a section of
+BENCHMARKS.md, with the hand-written bench/results/notes/live_views.md), the others'
+(``--quick``, ``--results NAME``) to bench/results/live_views_runs/.
 """
 
 from __future__ import annotations
@@ -680,10 +684,17 @@ def _consolidated(table: Any) -> list[tuple[Any, ...]]:
 
 
 def check_views(
-    spark: Any, server: Server, specs: Sequence[ViewSpec], accumulated: Sequence[dict[str, Any]]
+    spark: Any,
+    server: Server,
+    specs: Sequence[ViewSpec],
+    accumulated: Sequence[dict[str, Any]],
+    step: int = 1,
 ) -> dict[str, Any]:
     """Every view's contents at the last sealed time (SELECT ... AS OF over pgwire) and
-    the accumulated pub-sub subscriptions, against spark.sql over the logged events."""
+    the accumulated pub-sub subscriptions, against spark.sql over the logged events.
+    `step`: every view (1) or every `step`-th."""
+    by_name = {s.name: s for s in specs}
+    specs = specs[::step]
     import psycopg
     import pyarrow.parquet as pq
 
@@ -692,7 +703,7 @@ def check_views(
     got: dict[str, list[tuple[Any, ...]]] = {}
     t0 = time.time()
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        for spec in specs:
+        for spec in specs:  # (every view, or every k-th: --check-views)
             got[spec.name] = _rows(conn.execute(f"SELECT * FROM {spec.name} AS OF {as_of}"))
     read_s = time.time() - t0
     out: dict[str, Any] = {"as_of": as_of, "views": len(specs), "mismatched": [], "rows": 0}
@@ -710,7 +721,6 @@ def check_views(
     for spec in specs:
         compare("select", spec, got[spec.name])
     out["events"] = _position_at(server, as_of)
-    by_name = {s.name: s for s in specs}
     subs = []
     for acc in accumulated:
         at = acc["lower"] - 1  # (every update before the lower frontier arrived)
@@ -813,7 +823,8 @@ def phase_growth(spark: Any, work: Path, args: argparse.Namespace) -> dict[str, 
         else:
             accumulated = []
         result["add_delay"] = add_delay(server.recorder.ticks, created)
-        result["check"] = check_views(spark, server, specs, accumulated)
+        step = max(1, len(specs) // args.check_views) if args.check_views else 1
+        result["check"] = check_views(spark, server, specs, accumulated, step)
         result["ticks"] = [asdict(t) for t in server.recorder.ticks]
         return result
     finally:
@@ -894,11 +905,18 @@ def phase_sharing(spark: Any, work: Path, args: argparse.Namespace) -> dict[str,
 
 def phase_hydration(spark: Any, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
+    warm = Server(spark, work, "hydration-warm-up")  # (not measured: a cold JVM's first view)
+    try:
+        warm.recorder.wait(1)
+        warm.create([unshared_spec("h", 7)])
+    finally:
+        warm.close()
     for history in args.history:
         server = Server(spark, work, f"hydration{history}")
         try:
             server.recorder.wait(history)
             (made,) = server.create([unshared_spec("h", 7)])
+            server.recorder.wait(1)  # (the tick that merged it is still running at live)
             during = [  # (the ticks that ran while it hydrated: its last one ends after)
                 t
                 for t in server.recorder.ticks
@@ -946,16 +964,29 @@ def _f(v: Any, digits: int = 2) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
+def _run_line(data: dict[str, Any], phase: str) -> list[str]:
+    run = data.get(f"{phase}_run")
+    if not run:
+        return []
+    loads = (
+        f"; load average {run['load_before']} before, {run.get('load_after', '?')} after"
+        if "load_before" in run
+        else "; load average in each row"
+    )
+    return ["", f"Run {run['started']}, `{run['command']}`, {run['revision']}{loads}."]
+
+
 def render(data: dict[str, Any]) -> str:
     lines = ["## Live service at scale (bench/live_views.py)", ""]
-    for key in ("machine", "revision", "command"):
-        if key in data:
-            lines.append(f"* {key}: {data[key]}")
+    if "machine" in data:
+        machine = data["machine"].split("; run ")[0]  # (each phase says when it ran)
+        lines.append(f"Machine: {machine} (shared with other engineers' runs).")
     g = data.get("growth")
     if g:
         lines += [
             "",
             f"### Growth to {g['views']} views",
+            *_run_line(data, "growth"),
             "",
             "| views | tick p50 s | tick p99 s | seal interval p50 s | events/s | "
             "python MB | JVM MB | workers MB | subscribers | load |",
@@ -970,14 +1001,14 @@ def render(data: dict[str, Any]) -> str:
             )
         lines += [
             "",
-            f"Arrangements at the end: {g['arrangements']} (operators {g['operators']}, "
+            f"* Arrangements at the end: {g['arrangements']} (operators {g['operators']}, "
             f"in fused groups {g['fused_operators']}).",
         ]
         for key, title in (("lag", "whole run"), ("lag_at_max_views", "at the last view count")):
             if key in g:
                 lag = g[key]
                 lines.append(
-                    f"Subscriber lag ({title}): {lag['subscribers']} subscribers, "
+                    f"* Subscriber lag ({title}): {lag['subscribers']} subscribers, "
                     f"{lag['batches']} batches; p99 per subscriber, max "
                     f"{_f(lag['lag_ticks_p99_max'])} ticks (median "
                     f"{_f(lag['lag_ticks_p99_median'])}), by kind "
@@ -987,7 +1018,7 @@ def render(data: dict[str, Any]) -> str:
                 )
         d = g["add_delay"]
         lines.append(
-            f"Adding a view (one at a time, {d['adds']} adds): seal interval after the add "
+            f"* Adding a view (one at a time, {d['adds']} adds): seal interval after the add "
             f"p50 {_f(d['seal_interval_after_add_p50'])} s (max "
             f"{_f(d['seal_interval_after_add_max'])}), other ticks p50 "
             f"{_f(d['seal_interval_quiet_p50'])} s; extra delay p50 "
@@ -995,7 +1026,7 @@ def render(data: dict[str, Any]) -> str:
         )
         c = g["check"]
         lines.append(
-            f"Check: {c['views']} views AS OF {c['as_of']} ({c['events']} events, "
+            f"* Check: {c['views']} views AS OF {c['as_of']} ({c['events']} events, "
             f"{c['rows']} reference rows) and the subscriptions of "
             f"{len(c['subscriptions_checked'])} published views against spark.sql: "
             + ("all equal." if c["ok"] else f"MISMATCHED {c['mismatched']}")
@@ -1005,7 +1036,7 @@ def render(data: dict[str, Any]) -> str:
         )
         if hyd:
             lines.append(
-                f"CREATE -> live in the growth run: first view {_f(hyd[0][1], 1)} s, "
+                f"* CREATE -> live in the growth run: first view {_f(hyd[0][1], 1)} s, "
                 f"last {_f(hyd[-1][1], 1)} s (after {hyd[-1][0]} ticks), median "
                 f"{_f(pct([h[1] for h in hyd], 50), 1)} s."
             )
@@ -1014,6 +1045,7 @@ def render(data: dict[str, Any]) -> str:
         lines += [
             "",
             f"### Shared vs unshared ({s['views']} views each)",
+            *_run_line(data, "sharing"),
             "",
             "| state | tick p50 s | load |",
             "|---|---:|---:|",
@@ -1029,6 +1061,7 @@ def render(data: dict[str, Any]) -> str:
         lines += [
             "",
             "### Hydration against history",
+            *_run_line(data, "hydration"),
             "",
             "| history ticks | events | CREATE s | CREATE -> live s | ticks until live | "
             "tick p50 meanwhile | load |",
@@ -1045,6 +1078,7 @@ def render(data: dict[str, Any]) -> str:
         lines += [
             "",
             f"### Fused vs unfused ({f['views']} views)",
+            *_run_line(data, "fuse"),
             "",
             "| | tick p50 s | tick p99 s | create all s | load |",
             "|---|---:|---:|---:|---:|",
@@ -1071,9 +1105,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--share-views", type=int, default=20)
     p.add_argument("--history", type=int, nargs="+", default=[1, 5, 20])
     p.add_argument("--ab-views", type=int, default=25)
+    p.add_argument("--check-views", type=int, default=0, help="check every k-th view (0: all)")
     p.add_argument("--quick", action="store_true", help="20 views, 100 + 10 subscribers")
     p.add_argument("--report", action="store_true", help="only render the markdown")
     p.add_argument("--work-dir", default=None)
+    p.add_argument("--results", default=None, help="name of the results files (default live_views)")
     args = p.parse_args(argv)
     if args.role == "subscribers":
         subscribers_main(args.config)
@@ -1081,9 +1117,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.quick:
         args.views, args.subscribers, args.pg_subscribers, args.published = 20, 100, 10, 5
         args.window, args.share_views, args.history, args.ab_views = 5, 5, [1, 5], 10
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "live_views_quick" if args.quick else "live_views"
-    json_path, md_path = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    name = args.results or ("live_views_quick" if args.quick else "live_views")
+    # (bench/collect.py assembles BENCHMARKS.md from bench/results/*.md: only the full
+    # run's results go there, smoke and other runs one level down)
+    folder = RESULTS if name == "live_views" else RESULTS / "live_views_runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = folder / f"{name}.json", folder / f"{name}.md"
     data: dict[str, Any] = json.loads(json_path.read_text()) if json_path.exists() else {}
     if not args.report:
         from bench.machine import describe, revision
@@ -1106,7 +1145,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for phase in args.phases.split(","):
             t0 = time.time()
+            data[f"{phase}_run"] = {
+                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "revision": data["revision"],
+                "command": data["command"],
+                "load_before": load(),
+            }
             data[phase] = phases[phase](spark, work, args)
+            data[f"{phase}_run"]["load_after"] = load()
             print(f"phase {phase}: {time.time() - t0:.0f} s", flush=True)
             json_path.write_text(json.dumps(data, indent=1, default=str))
     md_path.write_text(render(data))
