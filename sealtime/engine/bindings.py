@@ -154,6 +154,19 @@ class SourceState:
         return cls(**_from_json(cls, d, "source state"))
 
 
+#: log entry keys written only when set (an entry without late rows is stored as before
+#: they existed, so the stored format of such parts does not change)
+_OPTIONAL_ENTRY_KEYS = ("late_time", "main_min", "main_max")
+
+
+def _entry_json(entry: LogFile) -> dict[str, Any]:
+    out = dataclasses.asdict(entry)
+    for key in _OPTIONAL_ENTRY_KEYS:
+        if out[key] is None:
+            del out[key]
+    return out
+
+
 def _entries(raw: Sequence[Mapping[str, Any]]) -> tuple[LogFile, ...]:
     return tuple(LogFile(**_from_json(LogFile, f, "log entry")) for f in raw)
 
@@ -199,9 +212,9 @@ class BindingPart:
             "frontier": self.frontier,
             "into_time": self.into_time,
             "state": self.state.to_json(),
-            "files": [dataclasses.asdict(f) for f in self.files],
-            "error_files": [dataclasses.asdict(f) for f in self.error_files],
-            "health_files": [dataclasses.asdict(f) for f in self.health_files],
+            "files": [_entry_json(f) for f in self.files],
+            "error_files": [_entry_json(f) for f in self.error_files],
+            "health_files": [_entry_json(f) for f in self.health_files],
             "rows": self.rows,
         }
 

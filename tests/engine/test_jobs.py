@@ -26,8 +26,15 @@ class SkippingSink(st.sinks.Sink):
 
 
 def arrangement_dirs(flow):
+    """Each reduce's arrangement directory of the data dir's owner (its epoch's)."""
     root = os.path.join(flow.data_dir, "state")
-    return [os.path.join(root, d, "arrangement") for d in os.listdir(root) if d.endswith("-reduce")]
+    out = []
+    for d in os.listdir(root):
+        if d.endswith("-reduce"):
+            base = os.path.join(root, d, "arrangement")
+            epochs = sorted(e for e in os.listdir(base) if e.startswith("e"))
+            out.append(os.path.join(base, epochs[-1]) if epochs else base)
+    return out
 
 
 def test_state_is_written_when_no_sink_computes_the_output(make_flow):
@@ -42,8 +49,11 @@ def test_state_is_written_when_no_sink_computes_the_output(make_flow):
     dirs = arrangement_dirs(flow)
     assert len(dirs) == 2
     for directory in dirs:
-        # the three versions the operator stepped through are in every partition
-        for p in range(2):
+        # the three versions the operator stepped through are in every partition that
+        # holds keys (a partition no key hashes to writes no runs)
+        parts = [p for p in range(2) if os.path.isdir(str(partition_dir(directory, p)))]
+        assert parts
+        for p in parts:
             assert live_spine(partition_dir(directory, p), 3)[-1].last == 3
 
 
@@ -58,9 +68,9 @@ def test_log_output_is_a_chain_of_stateless_operators_over_the_log(make_flow):
     totals = doubled.aggregate(by="k", n=st.count())
     flow.run()
     engine = flow.engine
-    node = next(n for n in engine.nodes if n.name == doubled.name)
-    again = engine.log_output(node, 2, 7).orderBy("_time").collect()
+    node = next(n for n in engine.plan.nodes if n.name == doubled.name)
+    again = engine.dataplane.log_output(node, 2, 7).orderBy("_time").collect()
     assert [(r.v, r.w, r._time, r._diff) for r in again] == [(t, 2 * t, t, 1) for t in (2, 4, 6)]
-    reduce_node = next(n for n in engine.nodes if n.name == totals.name)
+    reduce_node = next(n for n in engine.plan.nodes if n.name == totals.name)
     with pytest.raises(ValueError, match="not derived from one source's log"):
-        engine.log_output(reduce_node, 2, 7)
+        engine.dataplane.log_output(reduce_node, 2, 7)
