@@ -33,6 +33,7 @@ is wrong and the fix; the list is checked by ``tests/test_errors.py``):
 | `sealtime.sources.base.BrokerFailed` | a broker source failed for good (a missing stream, a cut subscription) | `SealtimeError`, `RuntimeError` |
 | `sealtime.sources.decode.SchemaMismatchError` | a file whose columns or types differ from the declared schema | `SchemaError` |
 | `sealtime.sql.SqlError` | a statement (with its line and column) | `PlanError` |
+| `sealtime.sql.shell.ShellStopped` | a statement that needs ticks after the shell's dataflow stopped (a failed tick); restart the shell | `StateError` |
 | `sealtime.storage.ShardError`: `ShardNotFoundError`, `ShardExistsError`, `InvalidBatchError`, `SinceError`, `NotYetAvailableError`, `UpperMismatchError` | a shard's contract (an unknown or taken name, a batch outside its range, a since moved back, a read at a time not yet sealed, an append whose expected upper moved) | `StorageError` (`KeyError`, `ValueError` where the name says so) |
 | `sealtime.storage.fs.FileSystemError` | a file of the data dir could not be read or written | `StorageError`, `OSError` |
 | `sealtime.serve.backend.ObjectExistsError` / `DependentObjectsError` | ``CREATE`` of a taken name / ``DROP`` without ``CASCADE`` of what others read | `PlanError` |

@@ -39,10 +39,12 @@ def existing_sqlite_path(where: str | os.PathLike[str], reader: str, fix: str) -
     """`sqlite_path` of `where` for a reader that must not create the store: a missing
     file is a `FileNotFoundError` naming the `reader`, the path expected and the `fix`.
 
-    >>> existing_sqlite_path("/nonexistent", "sealtime status", "pass the job's --data-dir")
+    >>> import tempfile
+    >>> missing = os.path.join(tempfile.mkdtemp(), "missing")
+    >>> existing_sqlite_path(missing, "sealtime status", "pass the job's --data-dir")
     Traceback (most recent call last):
     ...
-    FileNotFoundError: sealtime status: no metadata store in '/nonexistent' (expected /nonexistent); pass the job's --data-dir
+    FileNotFoundError: sealtime status: no metadata store in '.../missing' (expected .../missing); pass the job's --data-dir
     """
     path = sqlite_path(where)
     if not os.path.isfile(path):

@@ -72,7 +72,7 @@ def _oracle(spark, source: Rows, text: str, t: int) -> list[tuple]:
     acc = accumulate(inputs_frame(spark, source).filter(f"_time <= {t}"))
     acc.createOrReplaceTempView("s")
     try:
-        return sorted(tuple(r) for r in spark.sql(text).collect())
+        return sorted((tuple(r) for r in spark.sql(text).collect()), key=repr)
     finally:
         spark.catalog.dropTempView("s")
 
@@ -85,7 +85,7 @@ def _contents(sink: ArrowCollect, t: int) -> list[tuple]:
             if time <= t:
                 counts[tuple(row)] = counts.get(tuple(row), 0) + diff
     assert all(c >= 0 for c in counts.values())
-    return sorted(r for r, c in counts.items() for _ in range(c))
+    return sorted((r for r, c in counts.items() for _ in range(c)), key=repr)
 
 
 @spark_settings(examples(ci=4, dev=1))
