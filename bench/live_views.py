@@ -295,9 +295,13 @@ def _is_java(pid: int) -> bool:
         return False
 
 
-def memory() -> dict[str, float]:
-    """This process's RSS, its JVM's (the Spark driver) and the Python workers' (MB)."""
-    kids = _descendants(os.getpid())
+def memory(exclude: Sequence[int] = ()) -> dict[str, float]:
+    """This process's RSS, its JVM's (the Spark driver) and the Python workers' (MB);
+    `exclude`: child processes that are not the service's (the subscribers)."""
+    skip = set(exclude)
+    for pid in exclude:
+        skip.update(_descendants(pid))
+    kids = [p for p in _descendants(os.getpid()) if p not in skip]
     jvm = sum(_rss_mb(p) for p in kids if _is_java(p))
     workers = sum(_rss_mb(p) for p in kids if not _is_java(p))
     return {
@@ -742,7 +746,7 @@ def measure(server: Server, window: int, subs: Subscribers | None = None) -> dic
     """Tick stats over the next `window` ticks (after two to settle), memory, load."""
     server.recorder.wait(2)
     ticks = server.recorder.wait(window)
-    row = {**tick_stats(ticks), **memory(), "load": load()}
+    row = {**tick_stats(ticks), **memory([subs.proc.pid] if subs else []), "load": load()}
     row["subscriber_mb"] = subs.rss_mb() if subs is not None else None
     row["first_tick"], row["last_tick"] = ticks[0].tick, ticks[-1].tick
     return row
@@ -989,15 +993,15 @@ def render(data: dict[str, Any]) -> str:
             *_run_line(data, "growth"),
             "",
             "| views | tick p50 s | tick p99 s | seal interval p50 s | events/s | "
-            "python MB | JVM MB | workers MB | subscribers | load |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+            "python MB | JVM MB | workers MB | subscriber process MB | load |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for c in g["checkpoints"]:
             lines.append(
                 f"| {c['views']} | {_f(c['p50'])} | {_f(c['p99'])} | "
                 f"{_f(c['seal_interval_p50'])} | {_f(c['events_per_s'], 0)} | "
                 f"{c['python_mb']:.0f} | {c['jvm_mb']:.0f} | {c['workers_mb']:.0f} | "
-                f"{'yes' if c['subscribers'] else 'no'} | {c['load']} |"
+                f"{_f(c.get('subscriber_mb'), 0)} | {c['load']} |"
             )
         lines += [
             "",
