@@ -134,7 +134,8 @@ class Hydrations:
             new=new_by_id,
             physical=physical,
             copies=copies,
-            sinks=[SinkEdge(placed[e.node.id], e.sink) for e in sinks],
+            # (a sink on a live node reads a copy of it: it gets the history first)
+            sinks=[SinkEdge(place(e.node), e.sink) for e in sinks],
             live_sinks=list(sinks),
         )
         self.groups.append(group)

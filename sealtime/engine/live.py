@@ -66,9 +66,11 @@ class LivePlan:
         and joins the live ticks once it has caught up."""
         roots = [n for n in nodes if isinstance(n, (Source, SourceOutput))]
         rest = [n for n in nodes if not isinstance(n, (Source, SourceOutput))]
-        if rest:
-            self._check_history(rest)
         root_ids = {n.id for n in roots}
+        # (sinks on nodes that exist already, e.g. PUBLISH of a live view, hydrate too)
+        later = [e for e in sinks if e.node.id not in root_ids]
+        if rest or later:
+            self._check_history([*rest, *(e.node for e in later)])
         new_sources = [n for n in roots if isinstance(n, Source)]
         opened = self._open_sources(new_sources, [], {})
         self.sources.update(opened)
@@ -76,11 +78,9 @@ class LivePlan:
         self.live_nodes += roots
         self._add_operators(roots)
         self.live_sinks += [e for e in sinks if e.node.id in root_ids]
-        if rest:
+        if rest or later:
             live = {n.id: n for n in self.live_nodes}
-            group = self.hydrations.begin(
-                rest, [e for e in sinks if e.node.id not in root_ids], live
-            )
+            group = self.hydrations.begin(rest, later, live)
             for copy in group.physical:
                 if copy.id in group.copies and isinstance(copy, Source):
                     self.log_readers[copy.id] = self.sources[group.copies[copy.id]]
