@@ -50,8 +50,12 @@ from ..spark.compose import RowFunction, opaque_frame, row_function, same_result
 from ..spark.frames import with_system
 from ..time.order import MIN_TIME
 
-__all__ = ["Fusion", "FusionGroup"]
+__all__ = ["MAX_MEMBERS", "Fusion", "FusionGroup"]
 
+#: members of one group at most: Spark compiles a group's tagging projection into one
+#: method, which outgrew the JVM's 64 KB at ~45 members (Spark then runs that stage
+#: interpreted, each tick); 24 compiled (bench/live_views.py, docs/fusion.md)
+MAX_MEMBERS = 24
 #: per-row nodes a member's input chain may hold
 _ROW_NODES = (Filter, Project, Map, AssignWindows)
 #: columns whose names the fused kernel input keeps (the routing reads them by name)
@@ -128,8 +132,9 @@ class Fusion:
         groups = []
         for candidates in by_key.values():
             for bucket in self._alike_buckets(candidates, ops):
-                if len(bucket) > 1:
-                    groups.append(self._group(bucket, ops))
+                for i in range(0, len(bucket), MAX_MEMBERS):
+                    if len(bucket[i : i + MAX_MEMBERS]) > 1:
+                        groups.append(self._group(bucket[i : i + MAX_MEMBERS], ops))
         return groups
 
     def _candidate(
