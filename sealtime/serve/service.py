@@ -61,7 +61,9 @@ class ServiceSettings:
     * `tick`: the ticker's interval; `checkpoint_every`: ticks between checkpoints;
     * `master`, `metadata`: a Spark master URL, a PostgreSQL metadata URL;
     * `statement_timeout`: how long a statement waits for the ticker (a DDL, a view to
-      finish hydrating, an ``AS OF`` time to be sealed) before it fails.
+      finish hydrating, an ``AS OF`` time to be sealed) before it fails;
+    * `fuse`: views of one shape over one collection share one Spark job a tick
+      (`sealtime.engine.fusion`); False runs each alone, with the same results.
     """
 
     data_dir: str
@@ -72,6 +74,8 @@ class ServiceSettings:
     metadata: str | None = None
     statement_timeout: float = 300.0
     conf: dict[str, str] = field(default_factory=dict)
+    #: views of one shape share one Spark job a tick (`Dataflow(fuse=...)`)
+    fuse: bool = True
 
 
 @dataclass
@@ -146,6 +150,7 @@ class Service:
             checkpoint_every=s.checkpoint_every,
             truncate_log=True,
             live=True,
+            fuse=s.fuse,
         )
         self.pipeline = Pipeline(flow)
         self.catalog = catalog = ServiceCatalog(flow.metadata_store, s.name)
