@@ -37,6 +37,8 @@ and the markdown bench/results/live_views.md is rendered from that file):
   over the shared aggregate, their marginal tick cost.
 * ``hydration``: a fresh service each, one view created after 1, 5 and 20 ticks of
   history: CREATE -> live seconds.
+* ``steady`` (not in the default list): ``--views`` views created in batches of 50,
+  then the tick with the sink stage collecting together, alone and together again.
 * ``fuse``: ``--ab-views`` views, fused (the default) and with ``Dataflow(fuse=False)``.
   `sealtime.serve.ServiceSettings` has no such setting: for this A/B only, the benchmark
   replaces ``sealtime.flow.Dataflow`` with a subclass that passes ``fuse=False``
@@ -961,6 +963,31 @@ def phase_fuse(spark: Any, work: Path, args: argparse.Namespace) -> dict[str, An
     return out
 
 
+def phase_steady(spark: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``--views`` views created in batches of 50, then windows of ``--window`` ticks
+    with the sink stage collecting together, alone, together again (one process: an
+    A/B/A of `SinkStage.together` at a fixed view count)."""
+    specs = view_specs(args.views)
+    server = Server(spark, work, "steady")
+    out: dict[str, Any] = {"views": args.views, "windows": []}
+    try:
+        server.recorder.wait(2)
+        t0 = time.time()
+        for i in range(0, len(specs), 50):
+            server.create(specs[i : i + 50])
+            print(f"{min(i + 50, len(specs))} views ({time.time() - t0:.0f} s)", flush=True)
+        out["create_s"] = time.time() - t0
+        sinks = server.service.flow.engine.sinks
+        for label, together in (("together", True), ("alone", False), ("together", True)):
+            sinks.together = together
+            row = {"collect": label, **measure(server, args.window)}
+            out["windows"].append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        server.close()
+    return out
+
+
 # ---------------------------------------------------------------------- report
 
 
@@ -1146,6 +1173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "sharing": phase_sharing,
             "hydration": phase_hydration,
             "fuse": phase_fuse,
+            "steady": phase_steady,
         }
         for phase in args.phases.split(","):
             t0 = time.time()

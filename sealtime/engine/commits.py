@@ -8,6 +8,10 @@ Three ways a range reaches its sink:
 * **collected early**: the first sink whose commit runs a Spark job and takes Arrow has
   its collection started in the background, so that the engine can mint the next
   tick's binding while it runs (read-ahead);
+* **collected together**: Arrow sinks whose frames only read outputs computed and
+  cached earlier in the tick (e.g. many views filtering one shared aggregate) are
+  collected as one Spark job per column types: each frame tagged with its index, the
+  union collected once and split (`_collect_together`), instead of one job per sink;
 * **committed**: every other sink gets the range's frame and runs its own job.
 
 The collections run in a small thread pool; each job keeps the Spark local properties
@@ -20,9 +24,12 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ..operators import Operator
+from ..operators.fused import TAG, split_tagged
 from ..plan import Plan, PlanNode, Source, SourceOutput, row_source
 from ..sinks.base import CommitContext, Sink
 from ..spark import frames
@@ -75,8 +82,13 @@ class SinkStage:
         sources: Mapping[int, SourceRuntime],
         ops: Mapping[int, Operator[Any]],
         spark: SparkSession,
+        *,
+        together: bool = True,
     ) -> None:
         self.sources = sources
+        #: collect sinks that read only computed outputs in one job (`_collect_together`)
+        self.together = together
+        self._slots = max(1, spark.sparkContext.defaultParallelism)
         #: the runtime operators, for the per-row chains the ahead readers apply
         self.ops = ops
         self.spark = spark
@@ -95,6 +107,7 @@ class SinkStage:
         plan keeps what it collected ahead)."""
         kept = {id(self.plan.sinks[i].sink): c for i, c in self.ahead.items()} if self.ahead else {}
         self.plan = plan
+        self.by_id = {n.id: n for n in plan.nodes}
         #: per sink (its index in ``plan.sinks``) that collects ahead of the frontier
         self.ahead = {
             i: kept.get(id(sink)) or AheadCollector()
@@ -137,6 +150,7 @@ class SinkStage:
 
     def commit(self, r: StepResult, tick: int) -> None:
         """Commit every sink's sealed range (waiting for the collections begun)."""
+        later: list[tuple[int, DataFrame, CommitContext]] = []
         for i, (node, sink) in enumerate(self.plan.sinks):
             if node.id not in r.sealed:
                 continue
@@ -155,9 +169,22 @@ class SinkStage:
                 sink.commit_arrow(self._early[1].result(), lo, hi, context)
                 r.materialised |= self.plan.upstream([node.id])
                 continue
-            computed = sink.commit(r.output(node.id), lo, hi, context)
+            delta = r.output(node.id)
+            if (
+                self.together
+                and delta is not None
+                and sink.takes_arrow
+                and self._reads_computed(node.id, r)
+            ):
+                later.append((i, sink.arrow_plan(delta), context))
+                continue
+            computed = sink.commit(delta, lo, hi, context)
             if computed is True:  # (a range committed before a restart runs nothing)
                 r.materialised |= self.plan.upstream([node.id])
+        for i, table, context in self._collect_together(later):
+            node, sink = self.plan.sinks[i]
+            lo, hi = r.sealed[node.id]
+            sink.commit_arrow(table, lo, hi, context)
         batched: dict[type[Sink], list[Sink]] = {}
         for node, sink in self.plan.sinks:
             if getattr(sink, "batches_commits", False) and node.id in r.sealed:
@@ -197,6 +224,60 @@ class SinkStage:
                 return None
             return i, self._collect(sink.arrow_plan(delta))
         return None
+
+    def _reads_computed(self, nid: int, r: StepResult) -> bool:
+        """Does node `nid`'s output this tick read only what a job computed and cached
+        already (or the log)? Then collecting it runs no kernel: no operator's state is
+        written, so it may be collected together with others in any order."""
+        persisted = {id(f) for f in r.persisted}
+        by_id = self.by_id
+        seen: set[int] = set()
+        stack = [nid]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            frame = r.fused[n].frame if n in r.fused else r.outputs.get(n)
+            if n in r.materialised and frame is not None and id(frame) in persisted:
+                continue  # (read from Spark's cache)
+            if n in r.fused or self.ops[n].stateful:
+                return False
+            stack += [i.id for i in by_id[n].inputs]
+        return True
+
+    def _collect_together(
+        self, frames: list[tuple[int, DataFrame, CommitContext]]
+    ) -> list[tuple[int, pa.Table | None, CommitContext]]:
+        """Collect `frames` (sink index, Arrow plan, context) with one Spark job per list
+        of column types: each frame's rows tagged with its place, the union collected
+        once (in as many tasks as Spark has cores: the frames are small) and
+        split per frame under its own column names. A frame alone is collected alone."""
+        by_types: dict[tuple[str, ...], list[tuple[int, DataFrame, CommitContext]]] = {}
+        for entry in frames:
+            types = tuple(f.dataType.simpleString() for f in entry[1].schema)
+            by_types.setdefault(types, []).append(entry)
+        jobs = []
+        for entries in by_types.values():
+            if len(entries) == 1:
+                jobs.append((entries, self._collect(entries[0][1])))
+                continue
+            # (`union` goes by position: the names are the first frame's)
+            parts = [df.select(F.lit(k).alias(TAG), "*") for k, (_, df, _) in enumerate(entries)]
+            while len(parts) > 1:  # (pairs of pairs: each union is analysed, keep them small)
+                pairs = zip(parts[::2], parts[1::2])
+                parts = [a.union(b) for a, b in pairs] + parts[len(parts) // 2 * 2 :]
+            jobs.append((entries, self._collect(parts[0].coalesce(self._slots))))
+        out = []
+        for entries, job in jobs:
+            table = job.result()
+            if len(entries) == 1:
+                out.append((entries[0][0], table, entries[0][2]))
+                continue
+            columns = [df.columns for _, df, _ in entries]
+            for (i, _, context), rows in zip(entries, split_tagged(table, columns)):
+                out.append((i, rows, context))
+        return out
 
     def _fused_rows(self, r: StepResult, nid: int) -> Any:
         """Member `nid`'s rows of its fusion group's output (one collection a group)."""

@@ -176,7 +176,7 @@ class Engine(LivePlan):
         #: what kernel tasks report (rows, state rows, time) through an accumulator
         self.counters = KernelCounters(spark.sparkContext)
         self.ops: dict[int, Operator[Any]] = self._build_operators(plan.nodes)
-        self.sinks = SinkStage(plan, self.log_readers, self.ops, spark)
+        self.sinks = SinkStage(plan, self.log_readers, self.ops, spark, together=config.fuse)
         self.dataplane = self._new_dataplane(plan)
         self.retention = LogRetention(plan, store, self.sources, self.data_fs)
         self.tracker = FrontierTracker(plan.graph())
@@ -304,6 +304,7 @@ class Engine(LivePlan):
         binding is minted and its entries' collection starts."""
         self.check_can_tick()
         started = _time.perf_counter()
+        self._refresh_plan()
         self.tick_no += 1
         self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
         binding, self._next_binding = self._next_binding, None
@@ -335,6 +336,7 @@ class Engine(LivePlan):
             sealed,
             stats,
         )
+        self.hydrations.observe(report.seconds, report.rows_in)
         for observe in self.observers:
             observe(self, report)
         return report
@@ -406,6 +408,7 @@ class Engine(LivePlan):
 
     def checkpoint(self) -> None:
         """Write a soft checkpoint of all operator state, then truncate the logs behind it."""
+        self._refresh_plan()
         self.dataplane.flush()
         directory = self.data_fs.join("checkpoints", f"{self.tick_no:08d}")
         truncate = self.retention.processed_below(self.dataplane.done)
@@ -460,4 +463,15 @@ class Engine(LivePlan):
 
     def snapshot(self) -> EngineSnapshot:
         """The engine's state as a typed, read-only record (`EngineSnapshot`)."""
+        self._refresh_plan()
         return snapshot_of(self)
+
+    @property
+    def plan(self) -> Plan:
+        """The running plan: the live nodes and the hydrating copies."""
+        self._refresh_plan()
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan: Plan) -> None:
+        self._plan = plan

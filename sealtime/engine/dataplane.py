@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -32,7 +31,7 @@ from ..columns import TIME
 from ..errors import PlanError
 from ..operators import Operator
 from ..plan import Inspect, Plan, PlanNode, Source, SourceOutput, log_derived
-from ..spark.frames import union_all
+from ..spark.frames import persist, union_all
 from ..spark.spill import SpillStore
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
@@ -266,7 +265,7 @@ class Dataplane:
         started = _time.perf_counter()
         frame = group.operator.step(upstream, {m.id: frontiers[m.id] for m in group.members})
         if id(group) in self.shared_groups:
-            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            frame = persist(frame, f"fused group of n{group.members[0].id}")
             r.persisted.append(frame)
         share = (_time.perf_counter() - started) / len(group.members)
         handled = set()
@@ -328,7 +327,7 @@ class Dataplane:
             out = materialise(out, self.partitions, self.data_fs)
             r.materialised.add(node.id)
         elif out is not None and self.consumers[node.id] > 1 and self.runs_kernel[node.id]:
-            out = out.persist(StorageLevel.MEMORY_AND_DISK)
+            out = persist(out, f"output of n{node.id}")
             r.persisted.append(out)
         if out is not None and self.traces is not None:
             self.traces.record(node, out)

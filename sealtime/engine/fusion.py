@@ -103,6 +103,9 @@ class Fusion:
         self._functions: dict[PlanNode, RowFunction | None] = {}
         #: per (member, representative): are their final projections alike?
         self._alike: dict[tuple[Any, ...], bool] = {}
+        #: the groups found last time, by their members (`_group`)
+        self._groups: dict[tuple[Any, ...], FusionGroup] = {}
+        self._found: list[tuple[Any, ...]] = []
         #: per member: its tail and the tail's row function (None: no tail)
         self._tails: dict[
             PlanNode, tuple[tuple[PlanNode, ...], RowFunction, tuple[str, ...]] | None
@@ -135,6 +138,9 @@ class Fusion:
                 for i in range(0, len(bucket), MAX_MEMBERS):
                     if len(bucket[i : i + MAX_MEMBERS]) > 1:
                         groups.append(self._group(bucket[i : i + MAX_MEMBERS], ops))
+        # (a group not found again is forgotten; one found again is the same object)
+        self._groups = {key: self._groups[key] for key in self._found}
+        self._found = []
         return groups
 
     def _candidate(
@@ -255,6 +261,26 @@ class Fusion:
         return op.compiled().finalize.apply(self._leaf(from_arrow_schema(op.output_arrow)))
 
     def _group(self, bucket: list[_Candidate], ops: Mapping[int, Operator[Any]]) -> FusionGroup:
+        """The group of `bucket`: the one built before for the same members (the same
+        operators, chains and tails) when there is one — building a `FusedKeyed` is
+        most of what finding groups costs, and a new view changes one group at most."""
+        key = tuple(
+            (
+                c.node.id,
+                id(ops[c.node.id]),
+                tuple(n.id for n in c.chain),
+                tuple(n.id for n in c.tail),
+            )
+            for c in bucket
+        )
+        self._found.append(key)
+        if key not in self._groups:
+            self._groups[key] = self._build_group(bucket, ops)
+        return self._groups[key]
+
+    def _build_group(
+        self, bucket: list[_Candidate], ops: Mapping[int, Operator[Any]]
+    ) -> FusionGroup:
         members = [ops[c.node.id] for c in bucket]
         tail = bucket[0].tail_function
         operator = FusedKeyed(

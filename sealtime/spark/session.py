@@ -72,6 +72,10 @@ DEFAULT_CONF: dict[str, str] = {
     # On a cluster, record=True traces use reliable checkpoints (files in the data dir,
     # which survive executor loss); delete them once their frame is unreferenced.
     "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
+    # Reads of the ingest log name their files (a hydration or a catch-up, hundreds):
+    # past Spark's default of 32 paths it lists them with a Spark job, 1.2–3.8 s for
+    # 33–150 files against 0.26–0.5 s listed on the driver (docs/dataplane.md).
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
 }
 # Python workers talk to their executor over a Unix socket where the platform has them:
 # over loopback TCP a task with a small input waits ~40 ms for its last bytes (Nagle's

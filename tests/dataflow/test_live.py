@@ -248,3 +248,45 @@ def test_a_sink_added_to_a_live_view_gets_its_history_first(make_flow):
     want = {r: c for r, c in first.rows.items() if c}
     assert want and {r: c for r, c in later.rows.items() if c} == want
     flow.close()
+
+
+def test_views_created_together_hydrate_as_one_group_in_slices(spark, make_flow):
+    """Views created between the same two ticks hydrate over one set of copies, a slice
+    of history a tick (the pace pinned at two bindings here); dropping one of them while
+    it hydrates leaves the others, which go live once caught up and equal spark.sql."""
+    from sealtime.engine.hydration import HydrationPace
+
+    rows = [(t, {"k": f"k{t % 3}", "v": t}) for t in range(1, 29)]
+    source = Rows({"k": "string", "v": "long"}, rows, times_per_tick=2)
+    flow = make_flow(live=True)
+    flow.source("s", source)
+    flow.create_view("a", "SELECT k, COUNT(*) AS n FROM s GROUP BY k")
+    flow.run(ticks=6)
+    hydrations = flow.engine.hydrations
+    hydrations.pace = HydrationPace(rows=4, least=4, most=4)
+    views = {
+        "b": "SELECT k, SUM(v) AS total FROM s GROUP BY k",
+        "c": "SELECT k, MAX(v) AS hi FROM s GROUP BY k",
+    }
+    for name, text in views.items():
+        flow.create_view(name, text)
+        flow.apply_changes()  # (one extend each, as the service's statements)
+    dropped = flow.create_view("x", "SELECT k, MIN(v) AS lo FROM s WHERE v > 3 GROUP BY k")
+    flow.apply_changes()
+    assert len(hydrations.groups) == 1
+    flow.run(ticks=1)
+    flow.drop(dropped)
+    assert len(hydrations.groups) == 1 and flow.engine.hydrating()
+    hydrating_ticks = 1
+    while flow.engine.hydrating():
+        flow.run(ticks=1)
+        hydrating_ticks += 1
+    assert hydrating_ticks >= 3  # (in slices: 6 bindings of history, 2 a tick)
+    flow.run()
+    views["a"] = "SELECT k, COUNT(*) AS n FROM s GROUP BY k"
+    times = sealed_times(source)
+    for t in (times[4], times[-1]):  # (before the views were created, and at the end)
+        for name in views:
+            want = _oracle(spark, source, views, name, t)
+            assert _contents(flow.sql_views[name].collection, t) == want, (name, t)
+    flow.close()

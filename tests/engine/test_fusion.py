@@ -167,3 +167,72 @@ def test_views_of_another_shape_run_alone(make_flow, fuse):
     flow.run()
     assert not any(o.fused_with for o in flow.engine.snapshot().operators)
     flow.close()
+
+
+#: views filtering one shared aggregate (``agg``), two column lists among them
+OVER_SHARED = [
+    "SELECT k, total FROM agg WHERE total > {c}",
+    "SELECT k, total FROM agg WHERE total <= {c}",
+    "SELECT k AS key, total AS t FROM agg WHERE n >= 2",
+    "SELECT k, n FROM agg WHERE n % 2 = {m}",
+    "SELECT k, n, total FROM agg",
+]
+
+
+def _run_over_shared(make_flow, source: Rows, params: tuple[int, int], *, fuse: bool):
+    flow = make_flow(record=False, fuse=fuse, shuffle_partitions=2)
+    flow.source("s", source)
+    flow.create_view("agg", "SELECT k, SUM(v) AS total, COUNT(*) AS n FROM s GROUP BY k")
+    sinks = {}
+    for i, text in enumerate(OVER_SHARED):
+        view = flow.create_view(f"w{i}", text.format(c=params[0], m=params[1]))
+        sinks[f"w{i}"] = ArrowCollect()
+        view.sink(sinks[f"w{i}"])
+    flow.run()
+    return flow, sinks
+
+
+@spark_settings(examples(ci=3, dev=1))
+@given(
+    source=W.source(workloads=3, times_per_tick=hs.integers(1, 3)),
+    params=hs.tuples(hs.integers(-2, 8), hs.integers(0, 1)),
+)
+def test_views_over_a_shared_aggregate_are_collected_together(spark, make_flow, source, params):
+    """Views filtering one shared aggregate (cached for them) are collected by one Spark
+    job a tick, the same ranges as each collected alone, equal to ``spark.sql``."""
+    import sealtime.engine.commits as commits
+
+    jobs = []
+    collect = commits.frames.to_arrow
+
+    def counting(df):
+        jobs.append(df)
+        return collect(df)
+
+    commits.frames.to_arrow = counting
+    try:
+        together, got = _run_over_shared(make_flow, source, params, fuse=True)
+        ticks = together.engine.snapshot().tick
+    finally:
+        commits.frames.to_arrow = collect
+    alone, want = _run_over_shared(make_flow, source, params, fuse=False)
+    for name in want:
+        assert got[name].ranges == want[name].ranges, name
+    # one job for the first view (it computes the aggregate), one per column types
+    assert len(jobs) <= 4 * ticks < len(OVER_SHARED) * ticks
+    for t in sealed_times(source):
+        acc = accumulate(inputs_frame(spark, source).filter(f"_time <= {t}"))
+        acc.createOrReplaceTempView("s")
+        spark.sql(
+            "SELECT k, SUM(v) AS total, COUNT(*) AS n FROM s GROUP BY k"
+        ).createOrReplaceTempView("agg")
+        try:
+            for i, text in enumerate(OVER_SHARED):
+                sql = text.format(c=params[0], m=params[1])
+                want_rows = sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+                assert _contents(got[f"w{i}"], t) == want_rows, (sql, t)
+        finally:
+            spark.catalog.dropTempView("agg")
+            spark.catalog.dropTempView("s")
+    together.close()
+    alone.close()
