@@ -151,6 +151,7 @@ class SinkStage:
     def commit(self, r: StepResult, tick: int) -> None:
         """Commit every sink's sealed range (waiting for the collections begun)."""
         later: list[tuple[int, DataFrame, CommitContext]] = []
+        persisted = {id(f) for f in r.persisted}
         for i, (node, sink) in enumerate(self.plan.sinks):
             if node.id not in r.sealed:
                 continue
@@ -174,7 +175,7 @@ class SinkStage:
                 self.together
                 and delta is not None
                 and sink.takes_arrow
-                and self._reads_computed(node.id, r)
+                and self._reads_computed(node.id, r, persisted)
             ):
                 later.append((i, sink.arrow_plan(delta), context))
                 continue
@@ -225,11 +226,11 @@ class SinkStage:
             return i, self._collect(sink.arrow_plan(delta))
         return None
 
-    def _reads_computed(self, nid: int, r: StepResult) -> bool:
+    def _reads_computed(self, nid: int, r: StepResult, persisted: set[int]) -> bool:
         """Does node `nid`'s output this tick read only what a job computed and cached
-        already (or the log)? Then collecting it runs no kernel: no operator's state is
-        written, so it may be collected together with others in any order."""
-        persisted = {id(f) for f in r.persisted}
+        already (the ids of the cached frames: `persisted`), or the log? Then collecting
+        it runs no kernel: no operator's state is written, so it may be collected
+        together with others in any order."""
         by_id = self.by_id
         seen: set[int] = set()
         stack = [nid]

@@ -8,9 +8,8 @@ temporary id, and the new nodes are wired to the clones. The cloned roots advanc
 the recorded bindings a slice at a time — each tick, beside the live work, as many
 bindings as fit a budget of rows (`HydrationPace`: sized so that a slice costs a tick
 less than a live tick, within at most ~8 ticks a hydration) — so a large history never
-stops the world,
-and the other views keep sealing. Views created between the same two ticks hydrate as
-one group, over one set of copies. Everything a clone computes is a function of the log and the
+stops the world, and the other views keep sealing. Views created between the same two
+ticks hydrate as one group, over one set of copies. Everything a clone computes is a function of the log and the
 bindings, so when the cloned roots reach the live roots' frontiers (the latest binding),
 each clone holds exactly what the live node it copies holds: the clones are dropped, the
 new nodes are wired to the live nodes in the same place of every frontier, and from the
@@ -42,8 +41,8 @@ class HydrationPace:
     """How many log rows the hydrating groups read per tick.
 
     A tick that hydrates does the live work plus a slice of history per hydrating
-    group. The budget (rows per slice) adapts
-    so that the slice costs about `share` of a live tick (a tick with hydration then
+    group. The budget (rows per slice) adapts so that the slice costs about `share` of
+    a live tick (a tick with hydration then
     seals at most ~(1 + share) live ticks after the one before: "adding a view delays
     other views by at most one tick"): after each tick that hydrated, the budget is
     scaled by how far the slice's extra seconds were from that share, within a factor
@@ -52,8 +51,8 @@ class HydrationPace:
     twice the rows a live tick reads, nor fewer than the group's `floor`: a hydrating
     tick has a fixed cost (its own Spark jobs) that no budget removes, so a hydration
     takes at most about `ticks` ticks even when each costs the live ticks more than the
-    share. Only how fast a view hydrates depends on
-    this, never what it computes (`HydrationGroup.advance`).
+    share. Only how fast a view hydrates depends on this, never what it computes
+    (`HydrationGroup.advance`).
 
     >>> pace = HydrationPace(rows=100_000)
     >>> pace.observe(1.0, 0, live_rows=1_000)  # (a live tick: 1 s)
