@@ -593,7 +593,12 @@ def acquire_lease(
     result = Lease(store, owner, seconds, clock)
     store.fence = result.check
     with _held_lock:
+        previous = _held.get(data_dir)
         _held[data_dir] = result
+    if previous is not None and previous.flow == flow:
+        # This process's earlier lease (an abandoned Dataflow) is fenced by the new epoch:
+        # its heartbeat would only fail later, perhaps against a store that is gone.
+        previous._stop.set()
     if heartbeat:
         result.start_heartbeat()
     return result

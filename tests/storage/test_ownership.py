@@ -159,6 +159,26 @@ def test_this_process_takes_over_its_own_abandoned_lease(open_store):
     b.kv_put("x", "y", 2)
 
 
+def test_an_abandoned_lease_of_this_process_stops_its_heartbeat(open_store):
+    """The newer object's epoch fences the abandoned one at once, so the abandoned
+    heartbeat stops instead of renewing into a store that may be gone by then."""
+
+    def beating() -> int:
+        return sum(t.name == "sealtime-lease-f" and t.is_alive() for t in threading.enumerate())
+
+    a, b = open_store(), open_store()
+    acquire_lease(a, D, "f", lease="30s")
+    assert beating() == 1
+    new = acquire_lease(b, D, "f", lease="30s")
+    deadline = time.monotonic() + 5
+    while beating() > 1:
+        assert time.monotonic() < deadline, "the abandoned lease's heartbeat still runs"
+        time.sleep(0.02)
+    assert beating() == 1
+    new.release()
+    assert beating() == 0
+
+
 def test_takeover_replaces_a_live_owner(open_store):
     clock = FakeClock()
     a, b = open_store(), open_store()
