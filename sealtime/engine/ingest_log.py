@@ -476,21 +476,9 @@ class IngestLogWriter:
 
 
 #: A tick that takes only part of an immutable Parquet file logs a copy of its rows
-#: when the rest of the file holds more than this many times as many rows (event time;
-#: `COPY_PART_FACTOR_INGESTION` in ingestion time); otherwise it links the file. Spark
-#: reads a linked part by filtering ``_metadata.row_index``, which scans the whole file
-#: (its bounds are run-time values: literal ones were new generated code every tick),
-#: so that cost grows with the file; a copy costs the tick that writes it a read of the
-#: part's row groups and a Parquet write on the driver, which grows with the part
-#: (about 0.15 us a row for 3 narrow columns, 0.85 us for Nexmark's 21). In event time
-#: a part is read by more than one tick (the one sealing its early rows, the next ones
-#: for its unsealed tail), so copying pays sooner. Measured with bench/file_parts.py
-#: (docs/dataplane.md, "Parts of large files"): 100,000-row ticks over one 4M-row file
-#: ran 2.5x faster as copies than as linked parts with run-time bounds; over
-#: 500,000-row Nexmark files (4 times the part) copies were 1.3x faster in event time
-#: and 14-25 % slower in ingestion time; over 150,000-row files the two were even.
-#: Arrow sinks that collect ahead (`sealtime.engine.ahead`) read a part once, and for
-#: them linked Nexmark parts were faster in event time too (8.44 against 10.17 s).
+#: when the rest of the file holds more than this many times as many rows (event time);
+#: otherwise it links the file and Spark filters ``_metadata.row_index``, which scans the
+#: whole file. Measurements: docs/dataplane.md, "Parts of large files".
 COPY_PART_FACTOR = 1.0
 #: `COPY_PART_FACTOR` for ingestion time, where each part is read by one tick only.
 COPY_PART_FACTOR_INGESTION = 6.0
@@ -532,14 +520,9 @@ def _inside(entry: LogFile, lo: int, hi: int | None, output: str = "") -> bool:
 
 
 #: Rows outside a tick's range (estimated) above which a range filter on event time is
-#: written with literal bounds, which Spark pushes down to the Parquet reader so that it
-#: skips whole row groups, at the price of compiling the stage anew (new literals are
-#: new Java source, and the JIT warms the new classes up again). Below it the bounds are
-#: run-time values (`runtime_long`): the stage's code is the same every tick and the
-#: reader reads the entries whole. Measured on Nexmark files of 4 row groups (q0 and q2
-#: shapes, ticks sealing a file and the previous one's tail; docs/dataplane.md): with
-#: about 500,000 rows outside the range run-time bounds were 9-18 % faster, with about
-#: 1,000,000 the two were even.
+#: written with literal bounds, which Spark pushes down to skip row groups at the price
+#: of new generated code every tick; below it the bounds are run-time values
+#: (`runtime_long`). Measurements: docs/dataplane.md (search `PUSHDOWN_ROWS`).
 PUSHDOWN_ROWS = 750_000
 
 
