@@ -199,9 +199,9 @@ def test_source_deleted_after_ingest_replays_from_log(make_flow, tmp_path):
     assert _results(*outs) == before  # the traces re-read the log, not the sources
     # A fresh read of the whole log from its entries alone (what a restart does).
     bids = outs[0]
-    data = [f.name for f in bids._node.schema.fields]
-    main = rt.frame(bids._flow._spark, "main", -(2**62), None, data)
-    late = rt.frame(bids._flow._spark, "late", -(2**62), None, data)
+    data = [f.name for f in bids.node.schema.fields]
+    main = rt.frame(bids.flow.spark, "main", -(2**62), None, data)
+    late = rt.frame(bids.flow.spark, "late", -(2**62), None, data)
     assert main.count() + late.count() == 3000
     assert late.count() == rt.late_count > 0
 

@@ -85,8 +85,8 @@ def test_fixed_constructs_equal_spark_sql(spark, make_flow):
 def test_explain_leaves_the_flow_unchanged(make_flow):
     flow = make_flow()
     flow.source("s", Rows({"k": "string", "v": "long"}, [(1, {"k": "a", "v": 1})]))
-    n = len(flow._nodes)
+    n = len(flow.nodes)
     text = explain(flow, "SELECT k, SUM(v) AS s FROM s GROUP BY k")
     assert "reduce aggregate" in text
-    assert len(flow._nodes) == n
+    assert len(flow.nodes) == n
     assert isinstance(flow.sql("SELECT * FROM s"), st.Collection)

@@ -179,7 +179,7 @@ def flow(spark, tmp_path_factory):
 
 @pytest.mark.parametrize(("query", "construct", "line", "col", "words", "hint"), CASES)
 def test_unsupported_construct_is_named_and_located(flow, query, construct, line, col, words, hint):
-    before = len(flow._nodes)
+    before = len(flow.nodes)
     with pytest.raises(SqlError) as info:
         flow.sql(query)
     e = info.value
@@ -194,7 +194,7 @@ def test_unsupported_construct_is_named_and_located(flow, query, construct, line
     else:
         assert e.hint is not None and hint in e.hint, message
         assert f"(Python API: {e.hint})" in message
-    assert len(flow._nodes) == before  # nothing half-built is left behind
+    assert len(flow.nodes) == before  # nothing half-built is left behind
 
 
 def test_view_names_are_checked(flow):

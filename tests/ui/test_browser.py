@@ -43,11 +43,11 @@ def _text(browser, css: str) -> str:
 def test_page_shows_graph_frontier_and_late_rows(job, browser):
     flow = job.flow
     job.wait_ticks(1)
-    browser.get(flow._ui_server.url)
+    browser.get(flow.serve_ui().url)
     wait = WebDriverWait(browser, 120, poll_frequency=0.2)
 
     # The graph shows every operator of the plan (and the sink).
-    names = [n.name for n in flow._nodes]
+    names = [n.name for n in flow.nodes]
     wait.until(lambda b: len(_node_names(b)) >= len(names) + 1)
     shown = _node_names(browser)
     assert set(names) <= shown, set(names) - shown
@@ -81,7 +81,7 @@ def test_page_shows_graph_frontier_and_late_rows(job, browser):
     assert "below the admission bound" in _text(browser, "#rows-table")
 
     # The bindings page lists the remap table, live.
-    browser.get(flow._ui_server.url + "#/bindings")
+    browser.get(flow.serve_ui().url + "#/bindings")
     wait.until(
         lambda b: _js(b, "return document.querySelectorAll('#bindings tbody tr').length") >= 2
     )

@@ -38,7 +38,7 @@ def operator_value(families, name: str, operator: str, **labels: str) -> float:
 
 
 def test_metrics_show_frontier_moving(job):
-    url = job.flow._ui_server.url
+    url = job.flow.serve_ui().url
     job.wait_ticks(1)
     first = scrape(url)
     f1 = source_frontier(first)
@@ -77,7 +77,7 @@ def test_metrics_show_frontier_moving(job):
 def test_metrics_show_operator_rows_state_and_seconds(job):
     """Per operator: rows in/out, state rows, steps and seconds, with an `operator` label;
     they move as ticks run; stateless operators fused into a stage export no rows."""
-    url = job.flow._ui_server.url
+    url = job.flow.serve_ui().url
     job.wait_ticks(2)
 
     def aggregate_rows(families) -> tuple[float, float, float]:
