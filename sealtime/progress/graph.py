@@ -66,6 +66,7 @@ class CycleError(GraphError):
         self.cycle = cycle
 
 
+# Plain slots and assignments, like any small record: alike to other __init__s in form only.
 class _Node:
     __slots__ = ("index", "inputs", "outputs", "summary", "name")
 
@@ -170,6 +171,7 @@ class GraphBuilder:
                     f"{where}: summary has {len(rows)} row(s) but the node has {inputs} "
                     f"input(s); give one row per input, one entry per output"
                 )
+            # Deliberately parallel to the row check above: one message per mismatched count.
             for i, row in enumerate(rows):
                 entries = list(row)
                 if len(entries) != outputs:

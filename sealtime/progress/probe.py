@@ -73,6 +73,7 @@ class Probe:
         """
         return any(less_than(f, time) for f in self._tracker._frontier_list(self._lid))
 
+    # Deliberately parallel to `less_than` (doctest included: each doctest stands alone).
     def less_equal(self, time: Any) -> bool:
         """True if some frontier element is ≤ `time`: `time` may still appear here.
 

@@ -52,7 +52,8 @@ class Tracker:
     `propagate_all()`, which returns the frontier changes as `(location, time, diff)`.
 
     The example of timely's `reachability` module — three nodes in a loop, the last one
-    adding 1 to times:
+    adding 1 to times (the graph of `GraphBuilder`'s example, built again on purpose so
+    that each doctest stands alone):
 
     >>> from sealtime.progress import Add, GraphBuilder, Identity, Source, Target
     >>> b = GraphBuilder()
@@ -174,6 +175,7 @@ class Tracker:
             raise TypeError(f"update_source needs a Source (output port), got {source!r}")
         self._buffer(source, time, diff)
 
+    # Deliberately parallel to `update_source`: one checked entry point per port kind.
     def update_target(self, target: Target, time: Any, diff: int) -> None:
         """Buffer a change of `diff` messages in flight to input port `target` at `time`.
 
@@ -350,7 +352,8 @@ class Tracker:
                 single[lid] = None
                 # An acyclic location: everything upstream is settled, so all of its
                 # changes are here; apply them as one batch. (Int fast path inline, and
-                # `ChangeBatch.update`'s counting inlined: this is the tracker's hot loop.)
+                # `_apply`'s and `ChangeBatch.update`'s counting deliberately inlined: this
+                # is the tracker's hot loop.)
                 counts = icounts[lid]
                 frontier = ifront[lid]
                 rebuild = False

@@ -30,7 +30,7 @@ These kinds cover sealtime's graphs:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, NoReturn
 
 from sealtime.errors import PlanError
 from sealtime.time import Product
@@ -287,8 +287,7 @@ class Add(PathSummary):
         if type(other) in (RoundUp, Chain):
             return Chain((self, other))
         if type(other) is not Add:
-            _check_summary(other)
-            raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
+            _cannot_follow(self, other, "int times")
         n = self.n + other.n
         limit = min(self.limit + other.n, other.limit)
         if limit - n < INT64_MIN:
@@ -404,8 +403,7 @@ class RoundUp(_ByValue):
                 return self
         if type(other) in (RoundUp, Add, Chain):
             return Chain((self, other))
-        _check_summary(other)
-        raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
+        _cannot_follow(self, other, "int times")
 
     def less_equal(self, other: PathSummary) -> bool:
         """``ceil_g(t) ≤ ceil_h(t)`` for all `t` iff `g` divides `h`; `RoundUp(1)` is the
@@ -493,8 +491,7 @@ class Chain(_ByValue):
             return self
         if type(other) in (Add, RoundUp, Chain):
             return Chain((self, other))
-        _check_summary(other)
-        raise TypeError(f"cannot follow {self!r} (int times) by {other!r}")
+        _cannot_follow(self, other, "int times")
 
     def less_equal(self, other: PathSummary) -> bool:
         """True when certain: equal chains, or `other` is this chain followed by more
@@ -575,8 +572,8 @@ class ProductSummary(PathSummary):
         if type(other) is Identity:
             return self
         if type(other) is not ProductSummary:
-            _check_summary(other)
-            raise TypeError(f"cannot follow {self!r} (Product times) by {other!r}")
+            _cannot_follow(self, other, "Product times")
+        # Deliberately parallel to `results_in`: coordinate-wise, stopping at the first None.
         outer = self.outer.followed_by(other.outer)
         if outer is None:
             return None
@@ -634,3 +631,10 @@ def _check_summary(value: object) -> None:
         raise TypeError(
             f"expected a PathSummary (Identity(), Add(n), ProductSummary(...)), got {value!r}"
         )
+
+
+def _cannot_follow(summary: PathSummary, other: object, times: str) -> NoReturn:
+    # `summary` (over `times`) has no composite with `other`: say whether `other` is no
+    # summary at all, or one of another kind of time.
+    _check_summary(other)
+    raise TypeError(f"cannot follow {summary!r} ({times}) by {other!r}")

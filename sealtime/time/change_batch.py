@@ -79,7 +79,7 @@ class ChangeBatch(Generic[T]):
         [(5, 2)]
         """
         counts = self._counts
-        for t, diff in updates:  # `update`'s body inlined: a call per update costs more
+        for t, diff in updates:  # `update`'s body, deliberately inlined: a call costs more
             if diff:
                 total = counts.get(t, 0) + diff
                 if total:

@@ -257,6 +257,7 @@ class MutableAntichain(Generic[T]):
         old, self._frontier = self._frontier, []
         return [(t, -1) for t in sorted_times(old)]
 
+    # Deliberately like `ChangeBatch`'s: both compare their counts and show their updates.
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MutableAntichain):
             return NotImplemented
