@@ -15,6 +15,7 @@ from .node import WINDOW_END, PlanNode, window_bound
 __all__ = ["Join"]
 
 
+# One frozen dataclass per node, its facts declared: alike to other nodes in form only.
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Join(PlanNode):
     """Inner join of its two inputs on the columns `on` (output: keys, left's other

@@ -92,6 +92,7 @@ class PlanNode:
     #: may two nodes of equal `structure` be computed once (no side effect)?
     shareable: ClassVar[bool] = True
 
+    # Subclasses override these facts one by one: the overrides are deliberately parallel.
     # ------------------------------------------------------------------ declared facts
     def summary(self) -> PathSummary | None:
         """The path summary from every input to the output (None: the identity)."""

@@ -25,6 +25,7 @@ from .node import PlanNode, window_bound
 __all__ = ["Collect", "CollectList", "ListKind", "Over", "OverFunction", "OverOrder", "WindowKind"]
 
 
+# A plain str enum: alike to other enums in form only.
 class WindowKind(str, enum.Enum):
     """The window functions (and the aggregates allowed over a frame)."""
 
