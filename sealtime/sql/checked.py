@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from ..columns import TIME
 from ..time.order import MIN_TIME
+from .expressions import function_name
 
 __all__ = [
     "ERRORS_SCHEMA",
@@ -183,14 +184,6 @@ def checked_struct(columns: Sequence[Column]) -> Column:
 def fails(column: Column) -> Column:
     """True where evaluating `column` alone raises."""
     return F.coalesce(guarded(tryeval(column.isNull()).isNull()), F.lit(False))
-
-
-def function_name(node: exp.Expr) -> str | None:
-    if isinstance(node, exp.Anonymous):
-        return str(node.name).upper()
-    if isinstance(node, exp.Func):
-        return node.sql_name().upper()
-    return None
 
 
 def safe(node: exp.Expr) -> exp.Expr:
