@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .columns import DIFF, TIME
 
@@ -301,6 +301,18 @@ def _ownership_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _run(runner: Callable[..., int], args: argparse.Namespace) -> int:
+    """`sealtime run`: a SQL file's or a Python job's runner, with the same options."""
+    return runner(
+        args.job,
+        args.data_dir,
+        ticks=args.ticks,
+        forever=args.forever,
+        out=sys.stdout,
+        ui=args.ui,
+    )
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "catalog":
         return catalog_cmd(args)
@@ -320,14 +332,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from sealtime.sql.pipeline import run_file
 
         try:
-            return run_file(
-                args.job,
-                args.data_dir,
-                ticks=args.ticks,
-                forever=args.forever,
-                out=sys.stdout,
-                ui=args.ui,
-            )
+            return _run(run_file, args)
         except SqlError as e:
             print(f"sealtime run {args.job}: {e}", file=sys.stderr, flush=True)
             return 2
@@ -338,14 +343,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         from sealtime.jobs import run_job
 
-        return run_job(
-            args.job,
-            args.data_dir,
-            ticks=args.ticks,
-            forever=args.forever,
-            out=sys.stdout,
-            ui=args.ui,
-        )
+        return _run(run_job, args)
     if args.command == "replay":
         from sealtime.jobs import replay_job
 
