@@ -61,6 +61,14 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _window_bounds() -> list[T.StructField]:
+    """The ``window_start``/``window_end`` columns (ms, end exclusive) windows add."""
+    return [
+        T.StructField(WINDOW_START, T.LongType(), False),
+        T.StructField(WINDOW_END, T.LongType(), False),
+    ]
+
+
 class Collection:
     """A stream of updates ``(row, _time, _diff)`` with a frontier.
 
@@ -336,17 +344,11 @@ class Collection:
         """
         if not isinstance(spec, WindowSpec):
             raise TypeError(f"window() takes st.Tumbling, st.Sliding or st.Session, got {spec!r}")
-        fields = [f for f in self._node.schema.fields if f.name not in (WINDOW_START, WINDOW_END)]
-        if not isinstance(spec, Session):
-            fields += [
-                T.StructField(WINDOW_START, T.LongType(), False),
-                T.StructField(WINDOW_END, T.LongType(), False),
-            ]
         return self._flow._add(
             AssignWindows,
             name=f"window({spec})",
             inputs=(self._node,),
-            schema=T.StructType(fields),
+            schema=self._windowed_schema(bounds=not isinstance(spec, Session)),
             spec=spec,
         )
 
@@ -552,10 +554,7 @@ class Collection:
                 )
         fields = list(self._node.schema.fields)
         if isinstance(self._node.window, Session):
-            fields += [
-                T.StructField(WINDOW_START, T.LongType(), False),
-                T.StructField(WINDOW_END, T.LongType(), False),
-            ]
+            fields += _window_bounds()
         return self._reduce(keys, TopKOrder(order, k), T.StructType(fields))
 
     def _window_key(self, keys: list[str]) -> list[str]:
@@ -741,6 +740,7 @@ class Collection:
             self._check_columns(f"collect({name}=...)", [column])
             specs.append(CollectList(name, kind, column))
             fields.append(T.StructField(name, T.ArrayType(types[column].dataType, True), False))
+        # Alike in form to over()'s node: each plan node takes its own fields by name.
         return self._flow._add(
             Collect,
             name="collect",
@@ -856,18 +856,19 @@ class Collection:
         spec = Cumulating(
             parse_duration(size, "cumulate(size)"), parse_duration(step, "cumulate(step)")
         )
-        fields = [f for f in self._node.schema.fields if f.name not in (WINDOW_START, WINDOW_END)]
-        fields += [
-            T.StructField(WINDOW_START, T.LongType(), False),
-            T.StructField(WINDOW_END, T.LongType(), False),
-        ]
         return self._flow._add(
             AssignCumulating,
             name=f"cumulate({spec.size}ms, {spec.step}ms)",
             inputs=(self._node,),
-            schema=T.StructType(fields),
+            schema=self._windowed_schema(bounds=True),
             spec=spec,
         )
+
+    def _windowed_schema(self, bounds: bool) -> T.StructType:
+        """This schema without its ``window_start``/``window_end``, and with new ones at
+        the end when `bounds`."""
+        fields = [f for f in self._node.schema.fields if f.name not in (WINDOW_START, WINDOW_END)]
+        return T.StructType(fields + (_window_bounds() if bounds else []))
 
     def _check_columns(self, what: str, cols: Sequence[str]) -> None:
         missing = [c for c in cols if c not in self.columns]
