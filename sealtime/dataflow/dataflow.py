@@ -321,6 +321,7 @@ class Dataflow:
             retain_ms = parse_duration(retain_history, f"source {name!r} retain_history")
         names = [n for n in source.schema.names if n not in (TIME, DIFF)]
         spark_schema = self._spark_schema(source.schema, names)
+        # Fields passed by name: alike only in form to other keyword-argument calls.
         node = self._add(
             Source,
             name=name,
@@ -469,6 +470,7 @@ class Dataflow:
                 f"sink(): expected a sealtime sink (st.sinks.*, or a subclass of "
                 f"st.sinks.Sink), got {sink!r}"
             )
+        # Fields passed by name: alike only in form to other keyword-argument calls.
         sink.bind(
             SinkBinding(
                 dataflow=self.name,
@@ -586,6 +588,7 @@ class Dataflow:
         >>> [n.kind for n in t.flow.compile().nodes][-1], t.flow.compile().config.name
         ('distinct', 'test')
         """
+        # Fields passed by name: alike only in form to other keyword-argument calls.
         return Plan(
             tuple(self._nodes),
             tuple(self._sinks),

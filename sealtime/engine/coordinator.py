@@ -264,6 +264,7 @@ class Engine(LivePlan):
                 state_dir = self.data_fs.join("state", "hydrating", f"n{node.id}")
             else:
                 state_dir = self.data_fs.join("state", f"n{node.id:04d}-{node.kind}")
+            # Fields passed by name: alike only in form to other keyword-argument calls.
             env = Env(
                 spark=self.spark,
                 state_dir=state_dir,

@@ -116,6 +116,7 @@ class Dataplane:
         live: set[int] | None = None,
         collected: set[int] | None = None,
     ) -> None:
+        # Parameters stored as attributes: alike only in form to other constructors.
         self.ops = ops
         self.fusion = fusion
         self.spill = spill

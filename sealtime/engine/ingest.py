@@ -99,6 +99,7 @@ class SourceRuntime:
                 f"source {name!r}: time={time_column!r} is not a column; "
                 f"columns are {source.schema.names}"
             )
+        # Parameters stored as attributes: alike only in form to other constructors.
         self.name = name
         self.source = source
         self.log_dir = log_dir
@@ -136,6 +137,7 @@ class SourceRuntime:
         self.reader = None if replay else source.resume(self.position, acknowledged)
 
     # ------------------------------------------------------------------ views
+    # Read-only views of the stamper's and writer's state: alike in form on purpose.
     @property
     def time_column(self) -> str | None:
         """The event-time column (None: ingestion or explicit time)."""

@@ -31,6 +31,7 @@ DurableUpper = Callable[[], "int | None"]
 class Remap:
     """The binding minter of one dataflow (see the module docstring)."""
 
+    # Parameters stored as attributes: alike only in form to other constructors.
     def __init__(
         self,
         log: BindingLog,

@@ -75,6 +75,7 @@ class OperatorView:
     fused_with: tuple[int, ...] = ()
 
 
+# The views are parallel frozen dataclasses on purpose: plain read-only records.
 @dataclass(frozen=True)
 class LogFileView:
     """A recent ingest-log entry holding late or error rows."""
@@ -224,6 +225,7 @@ def snapshot_of(engine: Engine) -> EngineSnapshot:
 
 
 def _source_view(engine: Engine, nid: int, s: SourceRuntime) -> SourceView:
+    # Fields copied by name: alike only in form to other keyword-argument calls.
     return SourceView(
         name=s.name,
         node=nid,

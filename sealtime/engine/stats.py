@@ -54,6 +54,7 @@ class OperatorStats:
     counting: str
 
 
+# Its keyword-only signature is alike only in form to others' (e.g. acquire_lease).
 def operator_stats(
     counting: str,
     plan_seconds: float,

@@ -191,6 +191,7 @@ class Publisher:
         self.name = name
         self.partition = int(partition)
         self._host, self._port = host, port
+        # Parameters stored as attributes: alike only in form to other constructors.
         self._max_queue = max_queue
         self._max_queue_bytes = max_queue_bytes
         self._max_frame_size = max_frame_size

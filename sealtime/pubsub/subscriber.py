@@ -636,6 +636,8 @@ def subscribe_stream(
     )
 
 
+# Its parameters repeat Subscription's on purpose: each public entry point keeps an
+# explicit, documented signature.
 def subscribe_group(
     addresses: Iterable[Address],
     filter: bool = True,
@@ -774,6 +776,7 @@ def subscribe(
     ...
     sealtime.errors.NotFoundError: topic 'prices' is not in the catalog (known: [])
     """
+    # Options passed on by name: alike only in form to other keyword-argument calls.
     return Subscription(
         resolve_addresses(topic, catalog),
         filter=filter,

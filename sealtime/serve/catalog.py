@@ -32,6 +32,7 @@ from ..storage.metadata import MetadataStore, Migration, Transaction
 __all__ = ["CatalogEntry", "ObjectKind", "ServiceCatalog"]
 
 
+# Alike only in form to other enums (e.g. plan.over.WindowKind): its values are stored.
 class ObjectKind(str, enum.Enum):
     """What a catalog object is (stored as its value)."""
 

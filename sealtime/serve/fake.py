@@ -42,6 +42,8 @@ from sqlglot import exp
 from ..columns import DIFF, TIME, consolidate
 from ..errors import NotFoundError
 from ..sql.errors import SqlError
+
+# The names session.py imports too, on purpose: both implement Backend.
 from ..sql.statements import (
     CreateView,
     Drop,

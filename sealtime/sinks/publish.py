@@ -45,6 +45,7 @@ _PART = "__sealtime_partition"
 class Publish(Sink):
     """Publish sealed epochs of a collection under `topic` (see the module docstring)."""
 
+    # Its first parameters are Publisher's on purpose: it passes them on, documented.
     def __init__(
         self,
         topic: str,

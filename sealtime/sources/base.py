@@ -342,6 +342,7 @@ class BrokerHealth:
             self.status = "running"
         return self.ready
 
+    # Its parameters mirror setup()'s on purpose: it calls setup() with them.
     def connect(
         self,
         attempt: Callable[[], None],

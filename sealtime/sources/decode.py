@@ -87,6 +87,7 @@ change the declared type of 'v' to string, or rewrite the data with int64
     (True, 'v')
     """
 
+    # Parameters stored as attributes: alike only in form to other constructors.
     def __init__(
         self,
         source: str,

@@ -129,6 +129,8 @@ class NatsJetStream(Source):
     sealtime.errors.ConfigError: NatsJetStream(format='csv'): only 'jsonl' (one JSON object per message) is supported
     """
 
+    # Each broker source spells out its own keyword settings (for users, help() and the
+    # docs): alike in form to the other sources' signatures only.
     def __init__(
         self,
         subject: str,
@@ -174,6 +176,7 @@ class NatsJetStream(Source):
         self.fetch_timeout = float(fetch_timeout)
         self.max_per_read = int(max_per_read)
         self.connect_timeout = float(connect_timeout)
+        # Alike in form to RedisStream on purpose: each broker source keeps its own settings.
         self.retry_interval = float(retry_interval)
         self.max_retry_interval = float(max_retry_interval)
         self.ack_wait = float(ack_wait)

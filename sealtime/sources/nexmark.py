@@ -71,6 +71,7 @@ __all__ = [
 
 _TS = pa.timestamp("ms", tz="UTC")
 
+# Beam's Nexmark schemas, one per event kind: parallel by nature.
 PERSON_SCHEMA = pa.schema(
     [
         ("id", pa.int64()),

@@ -78,6 +78,7 @@ class SqlError(PlanError):
     `sqlstate` (derived from the construct unless given).
     """
 
+    # Parameters stored as attributes: alike only in form to other constructors.
     def __init__(
         self,
         construct: str,

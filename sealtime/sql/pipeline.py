@@ -347,6 +347,7 @@ def changed_operator(flow: Any, error: Exception) -> str:
     return ""
 
 
+# Its options are jobs.run_job's on purpose: `sealtime run` takes either kind of job.
 def run_file(
     path: str,
     data_dir: str,

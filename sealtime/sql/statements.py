@@ -590,6 +590,8 @@ def _drop(stmt: Statement) -> Drop:
     cascade = c.accept("CASCADE")
     if not cascade:
         c.accept("RESTRICT")
+    # Every statement's parser ends, and the next begins, with its cursor alike: the
+    # grammars differ.
     c.end(fix)
     return Drop(stmt, what, name, if_exists, cascade)
 

@@ -587,6 +587,7 @@ class Translator:
                     item,
                     fallback=item,
                 )
+            # A second check with its own message: alike only in form to the one above.
             if name.lower() in seen:
                 raise self.error(
                     "duplicate column name",

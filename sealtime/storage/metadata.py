@@ -98,6 +98,7 @@ class Dialect:
     #: before they commit (the owner's epoch under a fenced write)
     for_share: str = ""
 
+    # The two dialects are parallel on purpose: the same fields, each backend's SQL.
     @staticmethod
     def sqlite() -> Dialect:
         return Dialect(

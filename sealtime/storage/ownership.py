@@ -392,6 +392,7 @@ class Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    # The owner's fields passed through: alike in form to other read-only views on purpose.
     @property
     def epoch(self) -> int:
         """This owner's epoch (every takeover bumps it)."""

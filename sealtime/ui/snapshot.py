@@ -160,6 +160,8 @@ class Snapshot:
     rows_in: int = 0
     #: wall-clock seconds when published (display only: "updated 2 s ago")
     published_at: float = 0.0
+    # Tuples of records alike in form to EngineSnapshot's on purpose: the UI keeps its
+    # own shapes (it reads the snapshot only).
     nodes: tuple[NodeInfo, ...] = ()
     edges: tuple[EdgeInfo, ...] = ()
     sources: tuple[SourceInfo, ...] = ()
@@ -370,6 +372,7 @@ class Monitor:
             )
         for sid, node, kind in sinks:
             f = out_frontier.get(node)
+            # A sink is drawn as a node too: alike in form to the NodeInfo above, its values its own.
             infos.append(
                 NodeInfo(
                     id=sid,

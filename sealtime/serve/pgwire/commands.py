@@ -50,6 +50,7 @@ class SetParam:
     value: str
 
 
+# The commands are parallel frozen dataclasses on purpose: one per statement form.
 @dataclass(frozen=True)
 class ResetParam:
     """``RESET name`` / ``RESET ALL`` (name None)."""

@@ -921,6 +921,7 @@ class _Connection:
             else proto.NO_DATA
         )
 
+    # Reads its message alike in form to bind(): each protocol message has its own fields.
     async def execute(self, payload: bytes) -> None:
         r = proto.Reader(payload)
         name, max_rows = r.cstring(), r.int32()
