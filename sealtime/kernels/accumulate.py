@@ -66,6 +66,7 @@ class Agg(CheckedAggregate):
     repr: ValueRepr = ValueRepr.INT
     scale: int = 0
 
+    # One property per column name: deliberately parallel.
     @property
     def input(self) -> str:
         """The kernel input column with this aggregate's prepared values."""

@@ -43,9 +43,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PlanError
-from .general_reduce import DIFF, TIME, Timeline, pack_keys, timeline, value_ranks
+from .general_reduce import Timeline, pack_keys, timeline, value_ranks
 from .interval_top_k import MAX_K, per_slot_topk
-from .keyed import ROW_HASH, comparable
+from .keyed import ROW_HASH, comparable, updates_schema
 
 __all__ = ["TopKSpec", "item_ranks", "top_k_step"]
 
@@ -122,10 +122,7 @@ def top_k_step(
     """
     _check(delta, spec)
     keys, values = list(spec.keys), list(spec.values)
-    schema = pa.schema(
-        [delta.schema.field(c) for c in (*keys, *values)]
-        + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())]
-    )
+    schema = updates_schema(delta.schema.field(c) for c in (*keys, *values))
     tl = timeline(delta, keys, values, lookup)
     if tl.total == 0 or not len(tl.item_row):
         return schema.empty_table(), tl.run

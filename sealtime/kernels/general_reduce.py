@@ -81,6 +81,7 @@ from .keyed import (
     int64s,
     segment_ids,
     segmented_cumsum,
+    updates_schema,
     validity,
 )
 
@@ -434,6 +435,7 @@ def timeline(
     else:
         run = run_schema(keys, values, delta.schema).empty_table()
 
+    # Named fields: alike to other keyword calls in form only.
     return Timeline(
         key_table=key_table,
         offsets=offsets,
@@ -623,7 +625,7 @@ def output_schema(spec: ReduceSpec, schema: pa.Schema) -> pa.Schema:
                 fields += [pa.field(f"__s_{a.name}", t), pa.field(f"__n_{a.name}", pa.int64())]
         else:
             fields.append(pa.field(a.name, schema.field(a.column).type))
-    return pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+    return updates_schema(fields)
 
 
 def general_reduce(

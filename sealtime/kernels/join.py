@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columns import DIFF, TIME
-from .keyed import HASH, MIX, ROW_CNT, ROW_HASH, exact_groups, match, slices_without
+from .keyed import HASH, MIX, ROW_CNT, ROW_HASH, exact_groups, match, slices_without, updates_schema
 
 __all__ = ["JoinSpec", "join_step", "side_schema"]
 
@@ -180,7 +180,7 @@ def join_step(
     schema = delta.schema
     keys = list(spec.keys)
     out_fields = [schema.field(c) for c in (*keys, *spec.left, *spec.right)]
-    out_schema = pa.schema(out_fields + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+    out_schema = updates_schema(out_fields)
     # SQL equality: a null key matches nothing, so such rows need no state at all.
     for k in keys:
         if delta.column(k).null_count:

@@ -21,11 +21,13 @@ falls back to the hash alone (documented in docs/arrangements.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..columns import DIFF, TIME
 
 __all__ = [
     "HASH",
@@ -38,6 +40,7 @@ __all__ = [
     "same_values",
     "segment_ids",
     "slices_without",
+    "updates_schema",
 ]
 
 #: the key's hash (int64, Spark's ``xxhash64`` of the key columns): routes and groups keys
@@ -49,6 +52,15 @@ ROW_CNT = "__cnt"
 #: 0x9E3779B97F4A7C15 (the golden ratio) as int64: ``h * MIX + r`` spreads one hash
 #: over another when two are combined into one group id
 MIX = np.int64(-7046029254386353131)
+
+
+def updates_schema(fields: Iterable[pa.Field]) -> pa.Schema:
+    """`fields`, then int64 ``_time`` and ``_diff``: the schema of a collection's updates.
+
+    >>> updates_schema([pa.field("k", pa.string())]).names
+    ['k', '_time', '_diff']
+    """
+    return pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
 
 
 def comparable(table: pa.Table | pa.Schema, columns: Sequence[str]) -> list[str]:

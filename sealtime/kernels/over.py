@@ -45,8 +45,8 @@ import pyarrow as pa
 from ..errors import PlanError
 from ..plan.over import ListKind, WindowKind
 from .differential_top_k import TopKSpec, item_ranks
-from .general_reduce import DIFF, TIME, Timeline, pack_keys, timeline, value_ranks
-from .keyed import int64s, validity
+from .general_reduce import Timeline, pack_keys, timeline, value_ranks
+from .keyed import int64s, updates_schema, validity
 
 __all__ = [
     "COLLECT_KINDS",
@@ -214,6 +214,7 @@ def _frame(
         a = peer_first if unit == "range" else i
     else:
         a = np.maximum(i + start, first)
+    # Deliberately parallel to `start`: each bound clamps to its own side of the partition.
     if end is None:
         b = last.copy()
     elif end == 0:
@@ -310,9 +311,11 @@ def output_schema(spec: OverSpec, schema: pa.Schema) -> pa.Schema:
             fields.append(pa.field(fn.name, pa.int64()))
         if fn.kind in (W.LAG, W.LEAD):
             fields.append(pa.field(f"{fn.name}__out", pa.bool_()))
-    return pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+    return updates_schema(fields)
 
 
+# The kernel signature `(delta, spec, lookup) -> (output, new_run)`, deliberately the
+# same as `general_reduce`'s and `collect_step`'s: a step may run any of them.
 def over_step(
     delta: pa.Table,
     spec: OverSpec,
@@ -514,7 +517,7 @@ def collect_schema(spec: CollectSpec, schema: pa.Schema) -> pa.Schema:
     fields = [schema.field(c) for c in spec.keys]
     for name, _, column in spec.lists:
         fields.append(pa.field(name, pa.list_(schema.field(column).type)))
-    return pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+    return updates_schema(fields)
 
 
 def collect_step(
