@@ -54,6 +54,14 @@ def full_tier(config: pytest.Config) -> bool:
     return bool(config.getoption("--full") or config.getoption("markexpr"))
 
 
+#: set by `pytest_configure` before test modules are imported, read by `examples`
+_TIER_ENV = "SEALTIME_TEST_TIER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ[_TIER_ENV] = FULL if full_tier(config) else "default"
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     if full_tier(config):
         return "tier: full (tests marked `full` included)"
@@ -70,9 +78,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
-def examples(ci: int, dev: int | None = None) -> int:
-    """Example count for a property: `ci` under CI=true, `dev` (default ci // 5) otherwise."""
+def examples(ci: int, dev: int | None = None, *, default: int | None = None) -> int:
+    """Example count for a property. Under CI=true: `ci` in the full tier, and `default`
+    (when given, else `ci`) in the default tier, for the Spark oracles whose examples
+    cost tens of seconds each (docs/testing.md). Otherwise `dev` (default ci // 5)."""
     if IN_CI:
+        if default is not None and os.environ.get(_TIER_ENV) != FULL:
+            return default
         return ci
     return dev if dev is not None else max(10, ci // 5)
 

@@ -38,7 +38,7 @@ def _rows(table):
     return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
 
 
-@spark_settings(examples(ci=2, dev=1))
+@spark_settings(examples(ci=2, dev=1, default=1))
 @given(
     items_a=W.batch_items(workloads=10, max_time=6),
     items_b=W.batch_items(workloads=10, value="w", max_time=6),

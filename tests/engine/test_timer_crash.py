@@ -20,9 +20,11 @@ from sealtime.storage import MetadataStore, Shard
 from tests.engine import timer_job
 
 ROOT = Path(__file__).resolve().parents[2]
-KILLS = 4  # the full tier's; each kill costs a Spark start
-# The default tier runs the first 2 kills of the same schedule (docs/testing.md).
-SIZES = [pytest.param(2, id="2-kills"), pytest.param(KILLS, id="4-kills", marks=pytest.mark.full)]
+KILLS = 4  # each kill costs a Spark start
+SIZES = [pytest.param(2, id="2-kills"), pytest.param(KILLS, id="4-kills")]
+# The full tier (docs/testing.md): the default tier replays timers and timeouts in
+# process (tests/engine/test_replay_live.py) and kills child runs in tests/engine/test_crash.py.
+pytestmark = pytest.mark.full
 
 
 def write_input(directory: Path, n: int = 400, seed: int = 3) -> None:
