@@ -34,8 +34,8 @@ def test_run_of_a_sql_file_serves_the_view_naming_each_view(tmp_path):
     port = _free_port()
     cmd = [sys.executable, "-m", "sealtime.cli", "run", str(EXAMPLE)]
     cmd += ["--data-dir", str(tmp_path / "d"), "--forever", "--ui", f"127.0.0.1:{port}"]
-    log = open(tmp_path / "run.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    with open(tmp_path / "run.log", "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/"
 
     def output() -> str:
@@ -68,4 +68,3 @@ def test_run_of_a_sql_file_serves_the_view_naming_each_view(tmp_path):
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-        log.close()
