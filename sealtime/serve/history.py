@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 from ..columns import DIFF, TIME
 from ..errors import StateError, WriterConflictError
 from ..sinks.base import CommitContext, Sink
+from ..sinks.persist import open_shard
 from ..storage import Shard
-from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
 from .backend import Event, Progress, Update
 
@@ -187,18 +187,7 @@ class ViewHistory(Sink):
 
     def _open(self) -> Shard:
         if self.shard is None:
-            from pyspark.sql.pandas.types import to_arrow_schema
-
-            b = self.binding
-            schema = to_arrow_schema(b.schema, timezone="UTC")
-            self.shard = Shard.create(
-                b.store,
-                self.shard_name,
-                pa.schema([f.with_nullable(True) for f in schema]),
-                DataFS.from_uri(b.data_dir).join("shards"),
-                lower=MIN_TIME,
-                exist_ok=True,
-            )
+            self.shard = open_shard(self.binding, self.shard_name)
         return self.shard
 
     def durable_upper(self) -> int | None:

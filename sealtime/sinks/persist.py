@@ -23,9 +23,26 @@ from ..errors import ConfigError, WriterConflictError
 from ..storage import Shard
 from ..storage.fs import DataFS
 from ..time.order import MIN_TIME
-from .base import CommitContext, ExactlyOnceSink
+from .base import CommitContext, ExactlyOnceSink, SinkBinding
 
-__all__ = ["Persist"]
+__all__ = ["Persist", "open_shard"]
+
+
+def open_shard(binding: SinkBinding, name: str) -> Shard:
+    """The shard `name` of the bound dataflow's store (created, empty from `MIN_TIME`, at
+    first use), its columns the collection's, all nullable, files under ``shards``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    # Spark hands timestamps to Arrow in the session time zone, UTC (session.py).
+    schema = to_arrow_schema(binding.schema, timezone="UTC")
+    return Shard.create(
+        binding.store,
+        name,
+        pa.schema([f.with_nullable(True) for f in schema]),
+        DataFS.from_uri(binding.data_dir).join("shards"),
+        lower=MIN_TIME,
+        exist_ok=True,
+    )
 
 
 class Persist(ExactlyOnceSink[list]):
@@ -43,19 +60,7 @@ class Persist(ExactlyOnceSink[list]):
         # At first use, after the dataflow has checked that its graph is the one that
         # wrote its data_dir (so a changed plan never touches the shard).
         if self.shard is None:
-            from pyspark.sql.pandas.types import to_arrow_schema
-
-            b = self.binding
-            # Spark hands timestamps to Arrow in the session time zone, UTC (session.py).
-            schema = to_arrow_schema(b.schema, timezone="UTC")
-            self.shard = Shard.create(
-                b.store,
-                f"{b.dataflow}.{self.name}",
-                pa.schema([f.with_nullable(True) for f in schema]),
-                DataFS.from_uri(b.data_dir).join("shards"),
-                lower=MIN_TIME,
-                exist_ok=True,
-            )
+            self.shard = open_shard(self.binding, f"{self.binding.dataflow}.{self.name}")
         return self.shard
 
     def durable_upper(self) -> int | None:
