@@ -185,24 +185,11 @@ class ServiceSession:
         frames = {}
         for node, name, table in found:
             frames[id(node)] = self._contents(name, table, as_of, describe)
-        registered = []
-        try:
+        with tables.temp_views(spark) as read_from:
             for node, _, _ in found:
-                temp = f"__sealtime_{uuid.uuid4().hex}"
-                frames[id(node)].createOrReplaceTempView(temp)
-                registered.append(temp)
-                alias = node.alias or node.name
-                node.replace(
-                    exp.Table(
-                        this=exp.to_identifier(temp),
-                        alias=exp.TableAlias(this=exp.to_identifier(alias)),
-                    )
-                )
+                read_from(node, frames[id(node)], f"__sealtime_{uuid.uuid4().hex}")
             frame = _spark_errors(lambda: spark.sql(tree.sql(dialect="spark")))
             schema = to_arrow_schema(frame.schema, timezone="UTC")
-        finally:
-            for temp in registered:
-                spark.catalog.dropTempView(temp)
         return schema, frame
 
     def _sealed_time(self, item: Select, found: list[tuple[str, Any]], as_of: int | None) -> int:

@@ -16,8 +16,12 @@ Names are case-insensitive, as in Spark. The registry lives on the `Dataflow` ob
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
 
 from ..dataflow.collection import Collection
 from ..errors import PlanError
@@ -26,7 +30,7 @@ from ..plan import Source
 if TYPE_CHECKING:
     from ..dataflow.dataflow import Dataflow
 
-__all__ = ["Table", "lookup", "register", "register_errors", "table_names"]
+__all__ = ["Table", "lookup", "register", "register_errors", "table_names", "temp_views"]
 
 
 @dataclass
@@ -122,3 +126,28 @@ def register_errors(flow: Dataflow, view: str, errors: Collection) -> None:
     `sealtime.sql.errors_of` only."""
     name = f"{view}.errors"
     _registry(flow)[name.lower()] = Table(name, errors, None, frozenset({view}))
+
+
+@contextmanager
+def temp_views(spark: Any) -> Iterator[Callable[[exp.Table, Any, str], None]]:
+    """For an ad-hoc query: ``read_from(node, frame, temp)`` registers the DataFrame
+    `frame` as Spark's temporary view `temp` and points the table reference `node` at
+    it (its old name kept as the alias); the views are dropped on leaving."""
+    registered: list[str] = []
+
+    def read_from(node: exp.Table, frame: Any, temp: str) -> None:
+        frame.createOrReplaceTempView(temp)
+        registered.append(temp)
+        alias = node.alias or node.name
+        node.replace(
+            exp.Table(
+                this=exp.to_identifier(temp),
+                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+            )
+        )
+
+    try:
+        yield read_from
+    finally:
+        for temp in registered:
+            spark.catalog.dropTempView(temp)

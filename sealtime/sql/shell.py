@@ -406,23 +406,11 @@ class Shell:
             # Materialize's SELECT waits until its inputs are readable)
             self._tick()
         spark = pipeline.flow.spark
-        registered = []
-        try:
+        with catalog.temp_views(spark) as read_from:
             for i, (node, table) in enumerate(tables.values()):
-                temp = f"__sealtime_shell_{i}"
-                table.collection.to_spark(as_of=item.as_of).createOrReplaceTempView(temp)
-                registered.append(temp)
-                alias = node.alias or node.name
-                node.replace(
-                    exp.Table(
-                        this=exp.to_identifier(temp),
-                        alias=exp.TableAlias(this=exp.to_identifier(alias)),
-                    )
-                )
+                frame = table.collection.to_spark(as_of=item.as_of)
+                read_from(node, frame, f"__sealtime_shell_{i}")
             result = spark.sql(tree.sql(dialect="spark")).toArrow()
-        finally:
-            for temp in registered:
-                spark.catalog.dropTempView(temp)
         self._print("\t".join(result.column_names))
         for row in result.to_pylist():
             self._print("\t".join(format_value(v) for v in row.values()))
