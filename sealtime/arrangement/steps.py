@@ -8,7 +8,9 @@ pure kernels of `sealtime.kernels`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,9 +36,12 @@ __all__ = [
     "AccumulateStep",
     "GeneralStep",
     "JoinStep",
+    "RowsStep",
     "SideRef",
     "TopKStep",
     "WindowedStep",
+    "join_sides",
+    "rows_partition",
     "spine_rows",
 ]
 
@@ -45,6 +50,29 @@ def spine_rows(directory: DataFS, version: int) -> int:
     """Rows stored in the live spine runs of one partition directory at `version` (read
     from the runs' footers; for monitoring)."""
     return sum(run_rows(directory, r.name) for r in live_spine(directory, version))
+
+
+def rows_partition(
+    root: DataFS, partition: int, version: int, keys: Sequence[str], payload: Sequence[str]
+) -> SpinePartition:
+    """Partition `partition` of an additive arrangement of the keys' rows (the `keys`
+    columns, then `payload`) that a step reads after ``version - 1``."""
+    return SpinePartition(
+        partition_fs(root, partition), version, keys, "additive", columns=[*keys, *payload]
+    )
+
+
+def join_sides(
+    table: pa.Table, spec: JoinSpec, sides: Sequence[SideRef], partition: int
+) -> tuple[pa.Table, list[SpinePartition], list[pa.Table]]:
+    """`join_step` on partition `partition` of the sides' arrangements: the output, each
+    side's partition and each side's new run (the caller writes the runs it owns)."""
+    parts = [
+        rows_partition(ref.root, partition, ref.version, (*spec.keys,), spec.payload(s))
+        for s, ref in enumerate(sides)
+    ]
+    out, runs = join_step(table, spec, lambda side, q: parts[side].lookup(q))
+    return out, parts, runs
 
 
 @dataclass(frozen=True)
@@ -74,31 +102,40 @@ class AccumulateStep:
 
 
 @dataclass(frozen=True)
-class GeneralStep:
-    """A general reduce (`sealtime.kernels.general_reduce`) or a top-k
-    (`sealtime.kernels.differential_top_k`) on an additive arrangement of the keys' rows."""
+class RowsStep:
+    """A kernel ``(delta, spec, lookup) -> (output, new_run)`` on an additive arrangement
+    of the keys' rows (the spec's keys and values): what `GeneralStep` and the over
+    operators' step share. A subclass names its spec type and its `kernel`."""
 
-    spec: ReduceSpec | TopKSpec
+    spec: Any
     root: DataFS
     version: int
     expire: tuple[str, int] | None = None
 
+    def kernel(self) -> Callable[..., tuple[pa.Table, pa.Table]]:
+        """The kernel this step runs for its spec."""
+        raise NotImplementedError
+
     def run(self, table: pa.Table, partition: int) -> pa.Table:
-        part = SpinePartition(
-            partition_fs(self.root, partition),
-            self.version,
-            self.spec.keys,
-            "additive",
-            columns=[*self.spec.keys, *self.spec.values],
-        )
-        kernel = general_reduce if isinstance(self.spec, ReduceSpec) else top_k_step
-        out, new_run = kernel(table, self.spec, part.lookup)
+        part = rows_partition(self.root, partition, self.version, self.spec.keys, self.spec.values)
+        out, new_run = self.kernel()(table, self.spec, part.lookup)
         part.write(new_run, self.expire)
         return out
 
     def state_rows(self, partition: int) -> int:
         """Rows of the partition's state after this step (distinct rows with counts)."""
         return spine_rows(partition_fs(self.root, partition), self.version)
+
+
+@dataclass(frozen=True)
+class GeneralStep(RowsStep):
+    """A general reduce (`sealtime.kernels.general_reduce`) or a top-k
+    (`sealtime.kernels.differential_top_k`) on an additive arrangement of the keys' rows."""
+
+    spec: ReduceSpec | TopKSpec
+
+    def kernel(self) -> Callable[..., tuple[pa.Table, pa.Table]]:
+        return general_reduce if isinstance(self.spec, ReduceSpec) else top_k_step
 
 
 TopKStep = GeneralStep
@@ -124,17 +161,7 @@ class JoinStep:
     expire: tuple[str, int] | None = None
 
     def run(self, table: pa.Table, partition: int) -> pa.Table:
-        parts = [
-            SpinePartition(
-                partition_fs(ref.root, partition),
-                ref.version,
-                (*self.spec.keys,),
-                "additive",
-                columns=[*self.spec.keys, *self.spec.payload(s)],
-            )
-            for s, ref in enumerate(self.sides)
-        ]
-        out, runs = join_step(table, self.spec, lambda side, q: parts[side].lookup(q))
+        out, parts, runs = join_sides(table, self.spec, self.sides, partition)
         for ref, part, run in zip(self.sides, parts, runs):
             if ref.write:
                 part.write(run, self.expire)

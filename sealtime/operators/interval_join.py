@@ -11,21 +11,16 @@ join are its own (never shared: another join would need the rows it drops).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from .. import plan as P
 from ..arrangement.arrangement import Arrangement
-from ..arrangement.partition import SpinePartition
 from ..arrangement.runs import partition_fs
-from ..arrangement.steps import SideRef, spine_rows
-from ..arrangement.task import KernelTask
-from ..kernels.join import JoinSpec, join_step
-from ..spark.frames import union_all
-from ..spark.plans import CompiledStep, map_in_arrow
+from ..arrangement.steps import SideRef, join_sides, spine_rows
+from ..arrangement.task import Kernel
+from ..kernels.join import JoinSpec
 from ..time.order import MAX_TIME
 from .base import Env
 from .join import Join
@@ -42,17 +37,7 @@ class IntervalJoinStep:
     expire: tuple[tuple[str, int], tuple[str, int]]
 
     def run(self, table: pa.Table, partition: int) -> pa.Table:
-        parts = [
-            SpinePartition(
-                partition_fs(ref.root, partition),
-                ref.version,
-                (*self.spec.keys,),
-                "additive",
-                columns=[*self.spec.keys, *self.spec.payload(s)],
-            )
-            for s, ref in enumerate(self.sides)
-        ]
-        out, runs = join_step(table, self.spec, lambda side, q: parts[side].lookup(q))
+        out, parts, runs = join_sides(table, self.spec, self.sides, partition)
         for part, run, expire in zip(parts, runs, self.expire):
             part.write(run, expire)
         return out
@@ -72,25 +57,13 @@ class IntervalJoin(Join):
             for port in (0, 1)
         ]
 
-    def step(self, inputs: Sequence[DataFrame | None], lo: int, hi: int | None) -> DataFrame | None:
-        if all(d is None for d in inputs):
-            return None
-        if self._compiled is None:
-            self._compiled = [
-                CompiledStep.of(side, self.input_arrow, self.finalize) for side in self.sides
-            ]
-        plans = self._compiled
-        parts = [plan.prep.apply(d) for d, plan in zip(inputs, plans) if d is not None]
-        refs = [SideRef(a.fs, a.advance(), True) for a, _ in self.refs]
+    def _join_kernel(self, refs: list[SideRef], hi: int | None) -> Kernel:
+        # (every side is its own writer here, so `Join.step`'s refs all advance)
         bound = hi if hi is not None else MAX_TIME
         node = self.node
         assert isinstance(node, P.IntervalJoin)
-        step = IntervalJoinStep(
+        return IntervalJoinStep(
             self.spec,
             (refs[0], refs[1]),
             ((node.left_expiry, bound), (node.right_expiry, bound)),
         )
-        task = KernelTask(step, self.input_arrow, self.output_arrow, self.probe(refs[0].version))
-        routed = self.routing.route(union_all(parts), key=plans[0])
-        out = map_in_arrow(routed, task, self.output_spark, plans[0].args)
-        return plans[0].finalize.apply(out)

@@ -18,7 +18,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -26,8 +25,9 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import JoinStep, SideRef
-from ..arrangement.task import KernelTask
+from ..arrangement.task import Kernel, KernelTask
 from ..kernels.join import SIDE, JoinSpec
+from ..kernels.keyed import updates_schema
 from ..spark.frames import DIFF, TIME, union_all, with_system
 from ..spark.plans import CompiledStep, map_in_arrow
 from .base import Env, Operator, expiry
@@ -68,9 +68,7 @@ class Join(Operator[P.Join]):
         routed = probe[0].select(*self.sides[0])
         self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
         out_fields = [self.input_arrow.field(c) for c in (*keys, *left, *right)]
-        self.output_arrow = pa.schema(
-            out_fields + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())]
-        )
+        self.output_arrow = updates_schema(out_fields)
         self.output_spark = from_arrow_schema(self.output_arrow)
         out_types = {f.name: f.dataType for f in node.schema.fields}
         self.finalize = [F.col(c).cast(out_types[c]) for c in node.columns] + [TIME, DIFF]
@@ -93,14 +91,14 @@ class Join(Operator[P.Join]):
             ]
         plans = self._compiled
         parts = [plan.prep.apply(d) for d, plan in zip(inputs, plans) if d is not None]
-        refs = []
+        refs: list[SideRef] = []
         for arrangement, writer in self.refs:
             if writer:
                 refs.append(SideRef(arrangement.fs, arrangement.advance(), True))
             else:
                 refs.append(SideRef(arrangement.fs, arrangement.read_version + 1, False))
         task = KernelTask(
-            JoinStep(self.spec, (refs[0], refs[1]), expiry(self.node, hi)),
+            self._join_kernel(refs, hi),
             self.input_arrow,
             self.output_arrow,
             self.probe(refs[0].version),
@@ -108,6 +106,10 @@ class Join(Operator[P.Join]):
         routed = self.routing.route(union_all(parts), key=plans[0])
         out = map_in_arrow(routed, task, self.output_spark, plans[0].args)
         return plans[0].finalize.apply(out)
+
+    def _join_kernel(self, refs: list[SideRef], hi: int | None) -> Kernel:
+        """The step a tick runs on the sides `refs` (sealing up to `hi`)."""
+        return JoinStep(self.spec, (refs[0], refs[1]), expiry(self.node, hi))
 
     def state(self, directory: str) -> dict[str, Any]:
         return {

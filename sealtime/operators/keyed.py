@@ -10,7 +10,7 @@ its constructor and says which kernel step a tick runs (`kernel_step`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +23,26 @@ from ..spark.plans import CompiledStep, map_in_arrow
 from .base import N, Operator, expiry
 from .keys import KeyRouting
 
-__all__ = ["KeyedOperator"]
+__all__ = ["KeyedOperator", "tie_columns"]
+
+_UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
+
+
+def tie_columns(
+    schema: T.StructType, values: Sequence[str], ordered: Container[str], priority: str | None
+) -> list[str]:
+    """The value columns that break ties after the `ordered` ones, in this order: the
+    union's `priority` column, then the other orderable value columns of `schema`."""
+    tie = [priority] if priority and priority in values and priority not in ordered else []
+    tie += [
+        f.name
+        for f in schema.fields
+        if f.name in values
+        and f.name not in ordered
+        and f.name != priority
+        and not isinstance(f.dataType, _UNORDERABLE)
+    ]
+    return tie
 
 
 class KeyedOperator(Operator[N]):

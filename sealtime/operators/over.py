@@ -11,20 +11,18 @@ the offset falls outside the partition.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from .. import plan as P
 from ..arrangement.arrangement import Arrangement
-from ..arrangement.partition import SpinePartition
-from ..arrangement.runs import partition_fs
-from ..arrangement.steps import spine_rows
+from ..arrangement.steps import RowsStep
 from ..kernels.over import (
     CollectSpec,
     OverFn,
@@ -35,41 +33,22 @@ from ..kernels.over import (
     over_step,
 )
 from ..spark.frames import DIFF, TIME, with_system
-from ..storage.fs import DataFS
 from .base import Env
-from .keyed import KeyedOperator
+from .keyed import KeyedOperator, tie_columns
 from .keys import KeyRouting
 
 __all__ = ["Collect", "Over", "RecomputeStep"]
 
-_UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
-
 
 @dataclass(frozen=True)
-class RecomputeStep:
+class RecomputeStep(RowsStep):
     """One tick of `over_step` or `collect_step` on one partition of an additive
     arrangement of the keys' rows (picklable: Spark ships it to the tasks)."""
 
     spec: OverSpec | CollectSpec
-    root: DataFS
-    version: int
-    expire: tuple[str, int] | None = None
 
-    def run(self, table: pa.Table, partition: int) -> pa.Table:
-        part = SpinePartition(
-            partition_fs(self.root, partition),
-            self.version,
-            self.spec.keys,
-            "additive",
-            columns=[*self.spec.keys, *self.spec.values],
-        )
-        kernel = over_step if isinstance(self.spec, OverSpec) else collect_step
-        out, new_run = kernel(table, self.spec, part.lookup)
-        part.write(new_run, self.expire)
-        return out
-
-    def state_rows(self, partition: int) -> int:
-        return spine_rows(partition_fs(self.root, partition), self.version)
+    def kernel(self) -> Callable[..., tuple[pa.Table, pa.Table]]:
+        return over_step if isinstance(self.spec, OverSpec) else collect_step
 
 
 class _Recompute(KeyedOperator[Any]):
@@ -101,16 +80,7 @@ class Over(_Recompute):
         src = node.inputs[0]
         order = tuple((o.column, o.ascending) for o in node.order_by if o.column not in keys)
         ordered = {c for c, _ in order}
-        priority = src.priority_column
-        tie = [priority] if priority and priority in values and priority not in ordered else []
-        tie += [
-            f.name
-            for f in src.schema.fields
-            if f.name in values
-            and f.name not in ordered
-            and f.name != priority
-            and not isinstance(f.dataType, _UNORDERABLE)
-        ]
+        tie = tie_columns(src.schema, values, ordered, src.priority_column)
         functions = tuple(
             OverFn(f.name, f.kind, f.column, f.offset, f.frame) for f in node.functions
         )

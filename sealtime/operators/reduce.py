@@ -26,7 +26,7 @@ from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import AccumulateStep, GeneralStep
 from ..kernels.accumulate import ROWS, AccumulateSpec, Agg, state_schema
 from ..kernels.general_reduce import GAgg, ReduceSpec, output_schema
-from ..kernels.keyed import HASH
+from ..kernels.keyed import HASH, updates_schema
 from ..plan import Aggregate, AggregateKind
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env
@@ -134,10 +134,7 @@ class Reduce(KeyedOperator[Any]):
 
 
 def _output_schema(state):
-    import pyarrow as pa
-
-    fields = [f for f in state if f.name != HASH]
-    return pa.schema(fields + [pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+    return updates_schema(f for f in state if f.name != HASH)
 
 
 class Distinct(Reduce):

@@ -92,6 +92,8 @@ class Timeout(Operator[P.Timeout]):
         # Rows fire at times below the input frontier, not at their inputs' times.
         return MAX_TIME if hi is None else hi - 1
 
+    # Deliberately parallel to `SessionReduce`'s: the same spilled-frame state, under its
+    # own attribute and names (a shared base would hide which frame is the state).
     def state(self, directory: str) -> dict[str, Any]:
         return {"pending": checkpoint_frame(self.pending, os.path.join(directory, "pending"))}
 

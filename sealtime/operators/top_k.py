@@ -13,21 +13,19 @@ from __future__ import annotations
 import os
 
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from .. import plan as P
 from ..arrangement.arrangement import Arrangement
 from ..arrangement.steps import GeneralStep
 from ..kernels.differential_top_k import TopKSpec
+from ..kernels.keyed import updates_schema
 from ..spark.frames import DIFF, TIME, with_system
 from .base import Env
-from .keyed import KeyedOperator
+from .keyed import KeyedOperator, tie_columns
 from .keys import KeyRouting
 
 __all__ = ["TopK"]
-
-_UNORDERABLE = (T.MapType, T.ArrayType, T.BinaryType, T.StructType)
 
 
 class TopK(KeyedOperator[P.TopK]):
@@ -42,16 +40,7 @@ class TopK(KeyedOperator[P.TopK]):
         values = [f.name for f in src.schema.fields if f.name not in keys]
         order = tuple((o.column, o.ascending) for o in node.order_by)
         ordered = {c for c, _ in order}
-        priority = src.priority_column
-        tie = [priority] if priority and priority not in ordered and priority in values else []
-        tie += [
-            f.name
-            for f in src.schema.fields
-            if f.name in values
-            and f.name not in ordered
-            and f.name != priority
-            and not isinstance(f.dataType, _UNORDERABLE)
-        ]
+        tie = tie_columns(src.schema, values, ordered, src.priority_column)
         self.spec = TopKSpec(tuple(self.routing.keys), tuple(values), order, tuple(tie), node.k)
         raw = [F.col(c) for c in values]
         row_hash = F.xxhash64(*self.routing.key_values, *raw).alias("__r")
@@ -59,12 +48,8 @@ class TopK(KeyedOperator[P.TopK]):
         probe = env.spark.createDataFrame([], with_system(src.schema))
         routed = probe.select(*self.prep)
         self.input_arrow = to_arrow_schema(routed.schema, timezone="UTC")
-        import pyarrow as pa
-
         out = [self.input_arrow.field(c) for c in (*self.routing.keys, *values)]
-        self.output_arrow = pa.schema(
-            [*out, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())]
-        )
+        self.output_arrow = updates_schema(out)
         self.output_spark = from_arrow_schema(self.output_arrow)
         types = {f.name: f.dataType for f in node.schema.fields}
         self.finalize = [F.col(c).cast(types[c]) for c in node.columns] + [TIME, DIFF]
