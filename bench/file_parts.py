@@ -7,8 +7,9 @@ tick part of a file. The ingest log either links the file and names the row rang
 (Spark then reads it through a ``_metadata.row_index`` filter, which scans the whole
 file) or copies the part into the log (`sealtime.engine.ingest_log.copies_range`). This
 runs the same pass-through flow (source -> `sinks.Callback`, Arrow) with every part
-linked, with every part copied, and with the default rule (``ingest_log
-.COPY_PART_FACTOR`` in event time, ``COPY_PART_FACTOR_INGESTION`` in ingestion time),
+linked, with every part copied, and with the default rule
+(``st.DataPathTuning().copy_part_factor`` in event time, ``copy_part_factor_ingestion``
+in ingestion time),
 over:
 
 1. one Parquet file of 4,000,000 narrow rows (row groups of 250,000);
@@ -46,18 +47,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sealtime as st  # noqa: E402
 from bench.machine import describe  # noqa: E402
-from sealtime.engine import ingest_log  # noqa: E402
 from sealtime.sources.files import Files  # noqa: E402
 from sealtime.sources.nexmark import NEXMARK_SCHEMA  # noqa: E402
 from sealtime.spark.session import get_or_create_session  # noqa: E402
 
 NARROW = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
 ROWS = 4_000_000
-#: (COPY_PART_FACTOR, COPY_PART_FACTOR_INGESTION) per mode
+#: the copy rule's factors per mode (`st.DataPathTuning`)
 MODES = {
-    "linked ranges": (1e18, 1e18),
-    "copied parts": (0.0, 0.0),
-    "default rule": (ingest_log.COPY_PART_FACTOR, ingest_log.COPY_PART_FACTOR_INGESTION),
+    "linked ranges": st.DataPathTuning(copy_part_factor=1e18, copy_part_factor_ingestion=1e18),
+    "copied parts": st.DataPathTuning(copy_part_factor=0.0, copy_part_factor_ingestion=0.0),
+    "default rule": st.DataPathTuning(),
 }
 
 
@@ -74,9 +74,9 @@ def write_narrow(directory: Path, file_rows: int, row_group: int) -> None:
         pq.write_table(narrow_rows(lo, n), directory / f"e-{f:04d}.parquet", row_group)
 
 
-def run_flow(spark, data_dir: Path, case: dict) -> dict:
+def run_flow(spark, data_dir: Path, case: dict, tuning: st.DataPathTuning) -> dict:
     shutil.rmtree(data_dir, ignore_errors=True)
-    flow = st.Dataflow("parts", data_dir=str(data_dir), spark=spark, record=False)
+    flow = st.Dataflow("parts", data_dir=str(data_dir), spark=spark, record=False, tuning=tuning)
     per = case["per_tick"]
     src = Files(
         case["dir"],
@@ -158,10 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.repeat):
             for name, case in cases.items():
                 want = expected(case["dir"], case["sum_column"])
-                modes = MODES if "reference" not in name else {"linked ranges": (1e18, 1e18)}
-                for mode, factors in modes.items():
-                    ingest_log.COPY_PART_FACTOR, ingest_log.COPY_PART_FACTOR_INGESTION = factors
-                    res = run_flow(spark, work / "data", case)
+                modes = MODES
+                if "reference" in name:
+                    modes = {"linked ranges": MODES["linked ranges"]}
+                for mode, tuning in modes.items():
+                    res = run_flow(spark, work / "data", case, tuning)
                     res["ok"] = (res["rows"], res["sum"]) == want
                     results.setdefault((name, mode), []).append(res)
                     print(
@@ -184,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         f"A pass-through flow (`Files` source, `max_rows_per_tick={per:,}`, "
         "`sinks.Callback` collecting Arrow), run with every part of a file linked, "
         "with every part copied into the log, and with the default rule: copy a part "
-        f"when the rest of its file holds more than {MODES['default rule'][0]:g} times "
-        f"its rows in event time, {MODES['default rule'][1]:g} times in ingestion time "
-        "(`COPY_PART_FACTOR`, `COPY_PART_FACTOR_INGESTION` in "
-        "`sealtime/engine/ingest_log.py`). Median over runs 2 and later (the first warms "
+        f"when the rest of its file holds more than "
+        f"{MODES['default rule'].copy_part_factor:g} times its rows in event time, "
+        f"{MODES['default rule'].copy_part_factor_ingestion:g} times in ingestion time "
+        "(`st.DataPathTuning`: `copy_part_factor`, `copy_part_factor_ingestion`). Median over runs 2 and later (the first warms "
         "the JVM up). No Spark SS peer: its file source reads whole files per "
         "micro-batch.",
         "",

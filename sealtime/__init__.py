@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Collection",
+    "DataPathTuning",
     "Dataflow",
     "Session",
     "Sliding",
@@ -35,6 +36,7 @@ __all__ = [
 _LAZY = {
     "Dataflow": ("sealtime.flow", "Dataflow"),
     "Collection": ("sealtime.dataflow.collection", "Collection"),
+    "DataPathTuning": ("sealtime.plan.plan", "DataPathTuning"),
     "Tumbling": ("sealtime.plan.windows", "Tumbling"),
     "Sliding": ("sealtime.plan.windows", "Sliding"),
     "Session": ("sealtime.plan.windows", "Session"),

@@ -19,6 +19,7 @@ from ..columns import CNT, DIFF, SUBSOURCE, TIME
 from ..durations import parse_duration
 from ..errors import ConfigError, PlanError, SchemaError, StateError
 from ..plan import (
+    DataPathTuning,
     Filter,
     Plan,
     PlanNode,
@@ -148,6 +149,7 @@ class Dataflow:
         fuse: bool = True,
         lease: str | float | None = None,
         takeover: bool = False,
+        tuning: DataPathTuning | None = None,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ConfigError("Dataflow(name) must be a non-empty string")
@@ -193,6 +195,13 @@ class Dataflow:
         #: the data dir's lease length in seconds (None: the process's default)
         self.lease = None if lease is None else lease_seconds(lease)
         self.takeover = bool(takeover)
+        if tuning is not None and not isinstance(tuning, DataPathTuning):
+            raise ConfigError(
+                f"Dataflow(tuning={tuning!r}) must be a st.DataPathTuning(...), e.g. "
+                "st.DataPathTuning(pushdown_rows=0)"
+            )
+        #: the data path's thresholds (`sealtime.plan.DataPathTuning`): costs, never results
+        self.tuning = tuning or DataPathTuning()
         if spark is None:
             from ..spark.session import get_or_create_session
 
@@ -603,6 +612,7 @@ class Dataflow:
                 fuse=self.fuse,
                 lease=self.lease,
                 takeover=self.takeover or None,
+                tuning=self.tuning,
             ),
         )
 

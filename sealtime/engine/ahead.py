@@ -17,8 +17,9 @@ sealing ``[lo, hi)`` the held rows are every update at a time ``>= lo`` of the e
 read so far, and the new entries add theirs, so the rows below ``hi`` are every update
 in ``[lo, hi)`` of every entry logged up to this tick. Nothing of this is durable: a
 restarted engine starts with nothing held and reads the log from the sink's frontier,
-as the plain path does. Held rows above `AHEAD_MAX_BYTES` (a lateness long against
-the input rate) are dropped, and the next tick reads them from the log again.
+as the plain path does. Held rows above `DataPathTuning.ahead_max_bytes` (a lateness
+long against the input rate) are dropped, and the next tick reads them from the log
+again, so memory stays bounded whatever the lateness.
 """
 
 from __future__ import annotations
@@ -31,12 +32,9 @@ import pyarrow.compute as pc
 
 from ..columns import TIME
 from ..errors import InternalError
+from ..plan import DataPathTuning
 
-__all__ = ["AHEAD_MAX_BYTES", "AheadCollector", "Collected", "split_at"]
-
-#: Held rows (Arrow bytes on the driver) above which an `AheadCollector` drops them and
-#: lets the log be read again, so memory stays bounded whatever the lateness.
-AHEAD_MAX_BYTES = 256 * 2**20
+__all__ = ["AheadCollector", "Collected", "split_at"]
 
 #: What a read gives: the rows as Arrow, a callable that returns them once a collection
 #: still running ends (a Spark job started in the background), or None (nothing to read)
@@ -106,7 +104,8 @@ class AheadCollector:
     """
 
     def __init__(self, max_bytes: int | None = None) -> None:
-        self.max_bytes = AHEAD_MAX_BYTES if max_bytes is None else max_bytes
+        #: held rows (Arrow bytes on the driver) above which they are dropped
+        self.max_bytes = DataPathTuning().ahead_max_bytes if max_bytes is None else max_bytes
         self._held: pa.Table | None = None
         #: keys of the entries whose rows at times >= `_upper` are in `_held`
         self._read: set[tuple[str, int]] = set()

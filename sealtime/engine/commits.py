@@ -110,7 +110,7 @@ class SinkStage:
         self.by_id = {n.id: n for n in plan.nodes}
         #: per sink (its index in ``plan.sinks``) that collects ahead of the frontier
         self.ahead = {
-            i: kept.get(id(sink)) or AheadCollector()
+            i: kept.get(id(sink)) or AheadCollector(plan.config.tuning.ahead_max_bytes)
             for i, (node, sink) in enumerate(plan.sinks)
             if sink.takes_arrow and row_source(node) is not None
         }

@@ -248,6 +248,7 @@ class Engine(LivePlan):
                 restored=restored.get(node.name),
                 acknowledged=acked.get(node.name),
                 replay=replaying,
+                tuning=self.config.tuning,
             )
             if replaying and restamped(node.source):
                 # Clocked sources are read again at the recorded binding times.

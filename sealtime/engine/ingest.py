@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from ..columns import DIFF, LATE, TIME
 from ..errors import SchemaError
+from ..plan import DataPathTuning
 from ..sources.base import ClockedReader, LinkedBatch, LinkedReader, ReadBatch, Source
 from ..sources.decode import SchemaMismatchError
 from ..sources.files import read_row_range
@@ -93,6 +94,7 @@ class SourceRuntime:
         restored: BindingPart | None = None,
         acknowledged: Any = None,
         replay: bool = False,
+        tuning: DataPathTuning | None = None,
     ) -> None:
         if time_column is not None and time_column not in source.schema.names:
             raise SchemaError(
@@ -118,8 +120,9 @@ class SourceRuntime:
             max_future=max_future,
         )
         self.entries = LogEntries()
-        self.writer = IngestLogWriter(log_dir, source.schema, self.entries)
-        self.log = IngestLogReader(source.schema, self.entries)
+        tuning = tuning or DataPathTuning()
+        self.writer = IngestLogWriter(log_dir, source.schema, self.entries, tuning=tuning)
+        self.log = IngestLogReader(source.schema, self.entries, tuning.pushdown_rows)
         self.position: Any = None
         self.rows_in = 0
         self.late_count = 0

@@ -63,9 +63,13 @@ import pyarrow.parquet as pq
 
 from ..columns import DIFF, LATE, OFFSET, TIME
 from ..errors import InternalError
+from ..plan import DataPathTuning
 from ..sources.files import read_row_range
 from ..storage.fs import DataFS
 from ..storage.ownership import epoch_at, epoch_name
+
+#: the data path's default thresholds (`DataPathTuning`)
+DEFAULT_TUNING = DataPathTuning()
 
 __all__ = [
     "DATA_SYSTEM_FIELDS",
@@ -314,8 +318,14 @@ class IngestLogWriter:
     """
 
     def __init__(
-        self, log_dir: str, source_schema: pa.Schema, entries: LogEntries, offset: int = 0
+        self,
+        log_dir: str,
+        source_schema: pa.Schema,
+        entries: LogEntries,
+        offset: int = 0,
+        tuning: DataPathTuning = DEFAULT_TUNING,
     ) -> None:
+        self.tuning = tuning
         #: the log directory, through the one filesystem layer (`sealtime.storage.fs`):
         #: the owner's epoch directory in it (`sealtime.storage.ownership`), so a fenced
         #: owner never overwrites a file the new owner's bindings name
@@ -391,7 +401,7 @@ class IngestLogWriter:
             n = end - first
             times = stamp.times[at : at + n]
             late = stamp.late[at : at + n]
-            if copies_range(n, file_rows, event_time=stamp.fixed is None):
+            if copies_range(n, file_rows, stamp.fixed is None, self.tuning):
                 reason = stamp.reason.slice(at, n) if stamp.reason is not None else None
                 self._copy_range(
                     f"part-{tick:08d}-{k:04d}.parquet",
@@ -475,23 +485,19 @@ class IngestLogWriter:
         self._write(rows, name, self.entries.data, int(late.sum()), offset)
 
 
-#: A tick that takes only part of an immutable Parquet file logs a copy of its rows
-#: when the rest of the file holds more than this many times as many rows (event time);
-#: otherwise it links the file and Spark filters ``_metadata.row_index``, which scans the
-#: whole file. Measurements: docs/dataplane.md, "Parts of large files".
-COPY_PART_FACTOR = 1.0
-#: `COPY_PART_FACTOR` for ingestion time, where each part is read by one tick only.
-COPY_PART_FACTOR_INGESTION = 6.0
-
-
-def copies_range(rows: int, file_rows: int, event_time: bool = True) -> bool:
+def copies_range(
+    rows: int, file_rows: int, event_time: bool = True, tuning: DataPathTuning = DEFAULT_TUNING
+) -> bool:
     """Is a range of `rows` of a file of `file_rows` logged as a copy
-    (`COPY_PART_FACTOR`, `COPY_PART_FACTOR_INGESTION`)?
+    (`DataPathTuning.copy_part_factor`, `.copy_part_factor_ingestion`)?
 
     >>> copies_range(100, 100), copies_range(100, 400), copies_range(100, 400, False)
     (False, True, False)
     """
-    factor = COPY_PART_FACTOR if event_time else COPY_PART_FACTOR_INGESTION
+    if event_time:
+        factor = tuning.copy_part_factor
+    else:
+        factor = tuning.copy_part_factor_ingestion
     return rows < file_rows and file_rows - rows > factor * rows
 
 
@@ -519,13 +525,6 @@ def _inside(entry: LogFile, lo: int, hi: int | None, output: str = "") -> bool:
     return bounds[0] >= lo and (hi is None or bounds[1] < hi)
 
 
-#: Rows outside a tick's range (estimated) above which a range filter on event time is
-#: written with literal bounds, which Spark pushes down to skip row groups at the price
-#: of new generated code every tick; below it the bounds are run-time values
-#: (`runtime_long`). Measurements: docs/dataplane.md (search `PUSHDOWN_ROWS`).
-PUSHDOWN_ROWS = 750_000
-
-
 def _rows_outside(entries: list[LogFile], lo: int, hi: int | None, output: str = "") -> float:
     """An estimate of the rows of `entries` with times outside ``[lo, hi)``, taking each
     entry's times (of `output`) as spread evenly over its `LogFile.bounds`.
@@ -547,7 +546,7 @@ def _rows_outside(entries: list[LogFile], lo: int, hi: int | None, output: str =
 
 def _range_condition(column: str, lo: int, hi: int | None, literal: bool) -> str:
     """SQL text of ``lo <= column < hi`` for the BIGINT expression `column` (an event
-    time, a row index), with literal or run-time bounds (see `PUSHDOWN_ROWS`).
+    time, a row index), with literal or run-time bounds (see `DataPathTuning.pushdown_rows`).
 
     >>> _range_condition("_time", 5, 9, literal=True)
     '_time >= 5 AND _time < 9'
@@ -569,7 +568,13 @@ class IngestLogReader:
     (None, [])
     """
 
-    def __init__(self, source_schema: pa.Schema, entries: LogEntries) -> None:
+    def __init__(
+        self, source_schema: pa.Schema, entries: LogEntries, pushdown_rows: int | None = None
+    ) -> None:
+        #: `DataPathTuning.pushdown_rows`
+        self.pushdown_rows = (
+            DEFAULT_TUNING.pushdown_rows if pushdown_rows is None else pushdown_rows
+        )
         self.source_schema = source_schema
         self.entries = entries
         self._columns: dict[Any, Any] = {}  # built once: columns, projections, scans
@@ -662,7 +667,7 @@ class IngestLogReader:
         # A frame whose entries' times all lie in [lo, hi) needs no filter (one Spark
         # operator less to plan and to run; most entries are inside their tick's range).
         # (SQL text: one JVM call, where building the Column costs several)
-        literal = _rows_outside(entries, lo, hi, output) > PUSHDOWN_ROWS
+        literal = _rows_outside(entries, lo, hi, output) > self.pushdown_rows
         cond = _range_condition(TIME, lo, hi, literal)
         out = None
         for df, exact in parts:
@@ -738,13 +743,13 @@ class IngestLogReader:
             # is exact (the stamped time is the column's milliseconds, floored), so no
             # filter on ``_time`` follows. With literal bounds Spark pushes it down to
             # the Parquet reader, which skips the row groups whose times all lie outside
-            # it; that pays only when many rows lie outside (`PUSHDOWN_ROWS`).
+            # it; that pays only when many rows lie outside (`pushdown_rows`).
             e = group[0]
             if e.fixed_time is not None:
                 return df, False
             c = "`" + e.time_column.replace("`", "``") + "`"
             typ = self.source_schema.field(e.time_column).type
-            if _rows_outside(group, lo, hi, "main") <= PUSHDOWN_ROWS:
+            if _rows_outside(group, lo, hi, "main") <= self.pushdown_rows:
                 if pa.types.is_timestamp(typ):
                     stamped = f"unix_millis({c})"
                 elif pa.types.is_integer(typ):

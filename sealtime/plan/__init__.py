@@ -14,7 +14,15 @@ from .join import Join
 from .node import NOT_FINGERPRINTED, WINDOW_END, WINDOW_START, PlanNode
 from .order import OrderKey, parse_order_by
 from .over import Collect, CollectList, Over, OverFunction, OverOrder
-from .plan import Plan, RunConfig, SinkEdge, log_derived, row_source, upstream_sources
+from .plan import (
+    DataPathTuning,
+    Plan,
+    RunConfig,
+    SinkEdge,
+    log_derived,
+    row_source,
+    upstream_sources,
+)
 from .reduce import Aggregation, Distinct, Reduce, SessionReduce, TopK, TopKOrder, WindowedReduce
 from .source import Connector, SideOutput, Source, SourceOutput
 from .stateless import (
@@ -51,6 +59,7 @@ __all__ = [
     "Consolidate",
     "Constant",
     "Cumulating",
+    "DataPathTuning",
     "Distinct",
     "Filter",
     "GraphNode",

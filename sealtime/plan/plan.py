@@ -27,6 +27,7 @@ from .node import PlanNode
 from .source import Source, SourceOutput
 
 __all__ = [
+    "DataPathTuning",
     "Plan",
     "RunConfig",
     "SinkEdge",
@@ -41,6 +42,31 @@ class SinkEdge(NamedTuple):
 
     node: PlanNode
     sink: Any
+
+
+@dataclass(frozen=True)
+class DataPathTuning:
+    """Thresholds of the data path that trade one cost against another, never results:
+    any values give the same outputs (`Dataflow(tuning=...)`; the defaults are the
+    measured break-even points, docs/dataplane.md).
+
+    >>> DataPathTuning().pushdown_rows, DataPathTuning(copy_part_factor=0.0).copy_part_factor
+    (750000, 0.0)
+    """
+
+    #: a tick that takes part of an immutable Parquet file logs a copy of the part when the
+    #: rest of the file holds more than this many times its rows (event time); otherwise
+    #: it links the file and reads the part by row index ("Parts of large files")
+    copy_part_factor: float = 1.0
+    #: `copy_part_factor` in ingestion time, where each part is read by one tick only
+    copy_part_factor_ingestion: float = 6.0
+    #: rows outside a tick's range (estimated) above which a range filter on event time
+    #: has literal bounds (pushed down to skip row groups, new generated code per tick);
+    #: at or below it, run-time bounds (the same code every tick)
+    pushdown_rows: int = 750_000
+    #: bytes of rows an Arrow sink may hold collected ahead of the frontier
+    #: (`sealtime.engine.ahead`); beyond it the sink collects each tick's sealed rows alone
+    ahead_max_bytes: int = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -67,6 +93,8 @@ class RunConfig:
     #: (`sealtime.storage.ownership`; None: the process's defaults, as ``--lease``)
     lease: float | None = None
     takeover: bool | None = None
+    #: data-path thresholds (`DataPathTuning`): costs only, never results
+    tuning: DataPathTuning = DataPathTuning()
 
 
 @dataclass(frozen=True)

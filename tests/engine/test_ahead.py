@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 import sealtime as st
-from sealtime.engine import ahead
 from sealtime.engine.ahead import AheadCollector, split_at
 from sealtime.engine.ingest_log import IngestLogReader
 from sealtime.sinks.base import Sink
@@ -205,13 +204,13 @@ def flow_late(flow) -> int:
     return source.late
 
 
-def test_a_small_memory_cap_reads_the_log_again(make_flow, tmp_path, monkeypatch):
+def test_a_small_memory_cap_reads_the_log_again(make_flow, tmp_path):
     d = str(tmp_path / "in")
     _write_parquet(d)
     flow, plain = _build(make_flow(record=False), d, plain=True, max_rows=700)
     flow.run()
-    monkeypatch.setattr(ahead, "AHEAD_MAX_BYTES", 0)
-    flow, fast = _build(make_flow(record=False), d, plain=False, max_rows=700)
+    no_room = st.DataPathTuning(ahead_max_bytes=0)
+    flow, fast = _build(make_flow(record=False, tuning=no_room), d, plain=False, max_rows=700)
     flow.run()
     assert all(c.dropped > 0 for c in flow.engine.sinks.ahead.values())
     for name in fast:

@@ -4,6 +4,7 @@ the late rows are listed in a sidecar. Everything must equal the copying log."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -15,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import sealtime as st
-from sealtime.engine import ingest_log
 from sealtime.engine.ingest import LogFile, SourceRuntime, unreferenced_paths
 from sealtime.sources.files import Files, LinkedBatch
 from sealtime.sources.generator import Generator
@@ -60,7 +60,9 @@ def bids_files(directory, max_per_read=1_000_000, fmt="parquet") -> Files:
     )
 
 
-def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeypatch=None):
+def _run(
+    make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeypatch=None, tuning=None
+):
     if copy:
         assert monkeypatch is not None
         monkeypatch.setattr(
@@ -69,7 +71,7 @@ def _run(make_flow, directory, fmt="parquet", max_rows=None, copy=False, monkeyp
     src = bids_files(directory, max_rows or 1_000_000, fmt)
     # A fixed ticker's clock: the binding times are NOW, NOW + 1, ... in every run, so the
     # late rows (stamped at their tick's binding time) compare equal across runs.
-    flow = make_flow(clock=lambda: NOW / 1000)
+    flow = make_flow(clock=lambda: NOW / 1000, tuning=tuning)
     bids = flow.source("bids", src, time="date_time", lateness="4s", max_rows_per_tick=max_rows)
     per_window = bids.window(st.Tumbling("10s")).aggregate(n=st.count(), hi=st.max("price"))
     late = bids.late
@@ -105,14 +107,15 @@ def test_linked_equals_copied(make_flow, tmp_path, monkeypatch, max_rows, parts,
     # (pushdown: event-time range filters with literal bounds, which Parquet skips row
     # groups by, as for large files; else run-time bounds, as for these small ones.
     # parts: a tick's part of a file is linked, or copied into the log)
-    monkeypatch.setattr(ingest_log, "PUSHDOWN_ROWS", -1 if pushdown else 10**12)
+    tuning = st.DataPathTuning(pushdown_rows=-1 if pushdown else 10**12)
     if parts != "default":
-        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR", 1e18 if parts == "linked" else 0.0)
+        factor = 1e18 if parts == "linked" else 0.0
+        tuning = dataclasses.replace(tuning, copy_part_factor=factor)
     d = str(tmp_path / "in")
     _write_parquet(d)
-    linked_flow, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows)
+    linked_flow, linked_rt, *linked = _run(make_flow, d, max_rows=max_rows, tuning=tuning)
     _, copied_rt, *copied = _run(
-        make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch
+        make_flow, d, max_rows=max_rows, copy=True, monkeypatch=monkeypatch, tuning=tuning
     )
     assert linked_rt.files and not any(f.linked for f in copied_rt.files)
     whole = [f for f in linked_rt.files if f.linked and f.first == 0 and f.end == f.file_rows]
@@ -295,11 +298,12 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
     from tests.spark.test_plans import generated_code
 
     directory = str(tmp_path / "in")
+    tuning = None
     if linked == "whole files":
         _write_parquet(directory, files=3, rows=300)
     else:
         _write_parquet(directory, files=1, rows=900, row_group=300)
-        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
+        tuning = st.DataPathTuning(copy_part_factor_ingestion=1e18)
     codes = []
     to_arrow = frames.to_arrow
 
@@ -309,7 +313,8 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
 
     monkeypatch.setattr(frames, "to_arrow", recording)
     src = bids_files(directory, 300)
-    flow = make_flow(record=False)  # (recording would compute each tick ahead of the sink)
+    # (record=False: recording would compute each tick ahead of the sink)
+    flow = make_flow(record=False, tuning=tuning)
     bids = flow.source("bids", src, max_rows_per_tick=300)
     totals = bids.aggregate(by="auction", n=st.count())
     got = []
@@ -324,18 +329,17 @@ def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("parts", ["linked", "copied"])
-def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, monkeypatch, parts):
+def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, parts):
     """Small ingestion-time ticks over one large file: by default each tick's part is
     copied into the log (`copies_range`); linked ranges give the same updates at the
     same binding times, and a copy's ``_offset`` continues the log's numbering."""
     d = str(tmp_path / "in")
     _write_parquet(d, files=1, rows=4000, row_group=1000)
-    if parts == "linked":
-        monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
+    linking = st.DataPathTuning(copy_part_factor_ingestion=1e18)
 
-    def run():
+    def run(tuning):
         src = bids_files(d)
-        flow = make_flow()
+        flow = make_flow(tuning=tuning)
         bids = flow.source("bids", src, max_rows_per_tick=500)
         totals = bids.aggregate(by="auction", n=st.count(), hi=st.max("price"))
         flow.run()
@@ -348,18 +352,17 @@ def test_ingestion_time_parts_of_a_large_file(make_flow, tmp_path, monkeypatch, 
         rank = pa.array([times.index(x) for x in updates.column("_time").to_pylist()])
         return _rows(updates.set_column(updates.schema.get_field_index("_time"), "_time", rank))
 
-    rt, updates, totals = run()
+    rt, updates, totals = run(linking if parts == "linked" else None)
     assert len(rt.files) == 8 and sum(f.rows for f in rt.files) == 4000
     assert all(f.linked for f in rt.files) == (parts == "linked")
     assert any(f.linked for f in rt.files) == (parts == "linked")
     assert [f.offset for f in rt.files] == list(range(0, 4000, 500))
-    monkeypatch.setattr(ingest_log, "COPY_PART_FACTOR_INGESTION", 1e18)
-    _, linked_updates, linked_totals = run()
+    _, linked_updates, linked_totals = run(linking)
     assert updates == linked_updates and len(updates) == 4000
     assert totals == linked_totals and totals
 
 
-def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
+def _event_time_ticks(make_flow, directory, monkeypatch, tuning=None) -> tuple[list, list]:
     """The generated code of each tick's sink read, and what the sink got, of a
     stateless event-time flow over `directory`'s files (one file per tick)."""
     import sealtime.spark.frames as frames
@@ -374,7 +377,7 @@ def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
 
     monkeypatch.setattr(frames, "to_arrow", recording)
     src = bids_files(directory)
-    flow = make_flow(record=False)
+    flow = make_flow(record=False, tuning=tuning)
     bids = flow.source("bids", src, time="date_time", lateness="2s", max_rows_per_tick=600)
     got: list = []
     sink = st.sinks.Callback(lambda t, lo, hi: got.append(t))
@@ -390,7 +393,7 @@ def _event_time_ticks(make_flow, directory, monkeypatch) -> tuple[list, list]:
 def test_event_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch):
     """Each event-time tick seals a new range and reads the previous file again for the
     rows that the previous tick left unsealed. Unless skipping row groups pays
-    (`PUSHDOWN_ROWS`), the range's bounds are run-time values, so the middle ticks'
+    (`DataPathTuning.pushdown_rows`), the range's bounds are run-time values, so the middle ticks'
     plans are the same Java source, which Spark compiles once; with literal bounds they
     differ, and both give the same rows."""
     d = str(tmp_path / "in")
@@ -402,8 +405,8 @@ def test_event_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch)
     middle = codes[1:-1]  # (the first tick reads one file, the last has no upper bound)
     assert len(middle) >= 2 and middle[0]
     assert all(c == middle[0] for c in middle)
-    monkeypatch.setattr(ingest_log, "PUSHDOWN_ROWS", -1)
-    literal_codes, literal_rows = _event_time_ticks(make_flow, d, monkeypatch)
+    literal = st.DataPathTuning(pushdown_rows=-1)
+    literal_codes, literal_rows = _event_time_ticks(make_flow, d, monkeypatch, literal)
     assert literal_codes[1] != literal_codes[2]
     assert rows == literal_rows and len(rows) == 2400
 
