@@ -188,6 +188,7 @@ def per_slot_topk(
     return PerSlotTopK(group, t - off[group], ranks[rid_out], taken, offsets)
 
 
+# Deliberately per_slot_topk's own parameters: it is per_slot_topk on halves of the groups.
 def _split(
     n_slots: np.ndarray,
     key: np.ndarray,

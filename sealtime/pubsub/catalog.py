@@ -69,6 +69,7 @@ __all__ = [
 CATALOG_TOPIC = "sealtime_catalog"
 
 #: Rows of the catalog view (one per partition of a publication), without `_diff`.
+#: (A schema literal: alike in form only to other packages' schemas, deliberately.)
 CATALOG_SCHEMA = pa.schema(
     [
         ("name", pa.string()),
