@@ -248,9 +248,11 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path, scenario):
     assert (record.epoch, record.process.pid, record.released) == (1, first.pid, True)
 
 
-# PostgreSQL's run is in the full tier (three child runs, ~2 min); the same code path
-# is fenced on PostgreSQL in process by tests/storage/test_ownership.py.
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.full)])
+# The full tier's (three child runs and a SIGSTOP, 1.5-2 min per backend); the default
+# tier fences a paused owner in process (test_a_second_dataflow_in_process_takes_over_and_
+# fences_the_first, and tests/storage/test_ownership.py on both backends).
+@pytest.mark.full
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_paused_owner_commits_nothing_after_a_takeover(tmp_path, scenario, backend):
     rows, env, runs = scenario
     metadata = None

@@ -13,6 +13,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+# The full tier's: a `sealtime run` child with its own JVM (35 s); the default tier checks
+# the graph's names in process (tests/ui/test_browser.py).
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "smile_figure1.sql"
 
