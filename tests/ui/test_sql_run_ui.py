@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster.conftest import free_port
+
 # The full tier's: a `sealtime run` child with its own JVM (35 s); the default tier checks
 # the graph's names in process (tests/ui/test_browser.py).
 pytestmark = pytest.mark.full
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "smile_figure1.sql"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> str | None:
@@ -37,7 +32,7 @@ def _get(url: str) -> str | None:
 
 
 def test_run_of_a_sql_file_serves_the_view_naming_each_view(tmp_path):
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "sealtime.cli", "run", str(EXAMPLE)]
     cmd += ["--data-dir", str(tmp_path / "d"), "--forever", "--ui", f"127.0.0.1:{port}"]
     with open(tmp_path / "run.log", "wb") as log:
