@@ -99,17 +99,21 @@ class Fusion:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self._leaves: dict[str, DataFrame] = {}
-        #: per member node: its row function over its upstream (None: not composable)
-        self._functions: dict[PlanNode, RowFunction | None] = {}
-        #: per (member, representative): are their final projections alike?
+        # The caches below are keyed by node ids (and the operator objects), never by
+        # node objects: a hydrated view's nodes join the live plan as other objects with
+        # the same ids, reading the live nodes instead of their copies, and finding
+        # their functions again cost seconds a merge at 200 views.
+        #: per (member, its chain, the upstream's columns): its row function over the
+        #: upstream (None: not composable)
+        self._functions: dict[tuple[Any, ...], RowFunction | None] = {}
+        #: per (member, representative[, tails]): do they compute alike?
         self._alike: dict[tuple[Any, ...], bool] = {}
         #: the groups found last time, by their members (`_group`)
         self._groups: dict[tuple[Any, ...], FusionGroup] = {}
         self._found: list[tuple[Any, ...]] = []
-        #: per member: its tail and the tail's row function (None: no tail)
-        self._tails: dict[
-            PlanNode, tuple[tuple[PlanNode, ...], RowFunction, tuple[str, ...]] | None
-        ] = {}
+        #: per (member, the per-row nodes after it): the longest prefix of those that
+        #: composes, its row function and columns (None: none composes)
+        self._tails: dict[tuple[Any, ...], tuple[int, RowFunction, tuple[str, ...]] | None] = {}
 
     def groups(
         self, plan: Plan, ops: Mapping[int, Operator[Any]], live: set[int]
@@ -118,6 +122,7 @@ class Fusion:
         by_key: dict[tuple[Any, ...], list[_Candidate]] = defaultdict(list)
         readers = plan.readers()
         sinks = {n.id for n, _ in plan.sinks}
+        by_id = {n.id: n for n in plan.nodes}
         for node in plan.nodes:
             op = ops[node.id]
             if node.id not in live or not _fusable(op) or len(node.inputs) != 1:
@@ -130,7 +135,7 @@ class Fusion:
             chain.reverse()
             found = self._candidate(node, tuple(chain), at, ops)
             if found is not None:
-                found = self._with_tail(found, plan, readers, sinks, live, ops)
+                found = self._with_tail(found, readers, sinks, live, ops, by_id)
                 by_key[(at.id, *_signature(op))].append(found)
         groups = []
         for candidates in by_key.values():
@@ -152,7 +157,8 @@ class Fusion:
     ) -> _Candidate | None:
         op = ops[node.id]
         assert isinstance(op, KeyedOperator)
-        if node not in self._functions:
+        key = (node.id, id(op), tuple(n.id for n in chain), upstream.schema.json())
+        if key not in self._functions:
             leaf = self._leaf(with_system(upstream.schema))
             frame: DataFrame | None = leaf
             for n in chain:
@@ -162,8 +168,8 @@ class Fusion:
             function = None
             if frame is not None:
                 function = row_function(op.compiled().prep.apply(frame), leaf)
-            self._functions[node] = function
-        function = self._functions[node]
+            self._functions[key] = function
+        function = self._functions[key]
         if function is None:
             return None
         columns = tuple(self._final(op).columns)
@@ -172,41 +178,44 @@ class Fusion:
     def _with_tail(
         self,
         c: _Candidate,
-        plan: Plan,
         readers: Mapping[int, list[int]],
         sinks: set[int],
         live: set[int],
         ops: Mapping[int, Operator[Any]],
+        by_id: Mapping[int, PlanNode],
     ) -> _Candidate:
         """`c` with its tail: the per-row nodes after it, each the only reader of the
         one before, up to a node with a sink or other readers (see the module doc)."""
-        if c.node not in self._tails:
-            by_id = {n.id: n for n in plan.nodes}
-            tail: list[PlanNode] = []
-            at = c.node
-            while (
-                at.id not in sinks
-                and len(readers[at.id]) == 1
-                and isinstance(by_id[readers[at.id][0]], _ROW_NODES)
-                and readers[at.id][0] in live
-            ):
-                at = by_id[readers[at.id][0]]
-                tail.append(at)
+        tail: list[PlanNode] = []
+        at = c.node
+        while (
+            at.id not in sinks
+            and len(readers[at.id]) == 1
+            and isinstance(by_id[readers[at.id][0]], _ROW_NODES)
+            and readers[at.id][0] in live
+        ):
+            at = by_id[readers[at.id][0]]
+            tail.append(at)
+        key = (c.node.id, id(ops[c.node.id]), *((n.id, id(ops[n.id])) for n in tail))
+        if key not in self._tails:
             found = None
             leaf = self._leaf(self._final(ops[c.node.id]).schema)  # type: ignore[arg-type]
-            while tail and found is None:  # (the longest prefix that composes)
+            for length in range(len(tail), 0, -1):  # (the longest prefix that composes)
                 frame: DataFrame | None = leaf.toDF(*c.columns)
-                for n in tail:
+                for n in tail[:length]:
                     frame = None if frame is None else ops[n.id].step([frame], MIN_TIME, None)
                 function = None if frame is None else row_function(frame, leaf)
                 if function is not None and frame is not None:
-                    found = (tuple(tail), function, tuple(frame.columns))
-                tail.pop()
-            self._tails[c.node] = found
-        found = self._tails[c.node]
+                    found = (length, function, tuple(frame.columns))
+                    break
+            self._tails[key] = found
+        found = self._tails[key]
         if found is None:
             return c
-        return _Candidate(c.node, c.chain, c.function, c.columns, *found)
+        length, function, columns = found
+        return _Candidate(
+            c.node, c.chain, c.function, c.columns, tuple(tail[:length]), function, columns
+        )
 
     def _alike_buckets(
         self, candidates: list[_Candidate], ops: Mapping[int, Operator[Any]]
@@ -227,7 +236,7 @@ class Fusion:
     def _finals_alike(
         self, node: PlanNode, representative: PlanNode, ops: Mapping[int, Operator[Any]]
     ) -> bool:
-        key = (node, representative)
+        key = (node.id, id(ops[node.id]), representative.id, id(ops[representative.id]))
         if key not in self._alike:
             op, rep = ops[node.id], ops[representative.id]
             assert isinstance(op, KeyedOperator) and isinstance(rep, KeyedOperator)
@@ -245,7 +254,12 @@ class Fusion:
         up to names over one frame of the member's final columns)?"""
         if c.tail_function is None or representative.tail_function is None:
             return c.tail_function is None and representative.tail_function is None
-        key = (c.node, representative.node, "tail")
+        key = (
+            "tail",
+            *((n.id, id(ops[n.id])) for n in (c.node, *c.tail)),
+            "of",
+            *((n.id, id(ops[n.id])) for n in (representative.node, *representative.tail)),
+        )
         if key not in self._alike:
             leaf = self._leaf(self._final(ops[c.node.id]).schema)  # type: ignore[arg-type]
             own = c.tail_function.apply(leaf.toDF(*c.columns), c.tail_columns)
@@ -264,14 +278,19 @@ class Fusion:
         """The group of `bucket`: the one built before for the same members (the same
         operators, chains and tails) when there is one — building a `FusedKeyed` is
         most of what finding groups costs, and a new view changes one group at most."""
-        key = tuple(
-            (
-                c.node.id,
-                id(ops[c.node.id]),
-                tuple(n.id for n in c.chain),
-                tuple(n.id for n in c.tail),
-            )
-            for c in bucket
+        # (the upstream too: a hydrated group's members keep their ids when they join
+        # the live plan, but their chains then read the live nodes, not the copies)
+        key = (
+            _upstream(bucket[0]).id,
+            *(
+                (
+                    c.node.id,
+                    id(ops[c.node.id]),
+                    tuple(n.id for n in c.chain),
+                    tuple(n.id for n in c.tail),
+                )
+                for c in bucket
+            ),
         )
         self._found.append(key)
         if key not in self._groups:
@@ -289,9 +308,8 @@ class Fusion:
             [c.tail_columns if tail is not None else c.columns for c in bucket],
             tail=tail,
         )
-        upstream = bucket[0].chain[0].inputs[0] if bucket[0].chain else bucket[0].node.inputs[0]
         return FusionGroup(
-            upstream,
+            _upstream(bucket[0]),
             tuple(c.node for c in bucket),
             tuple(c.chain for c in bucket),
             operator,
@@ -303,6 +321,11 @@ class Fusion:
         if key not in self._leaves:
             self._leaves[key] = opaque_frame(self.spark, schema)
         return self._leaves[key]
+
+
+def _upstream(c: _Candidate) -> PlanNode:
+    """The node a candidate's chain (or, without one, the candidate) reads."""
+    return c.chain[0].inputs[0] if c.chain else c.node.inputs[0]
 
 
 def _fusable(op: Operator[Any]) -> bool:
