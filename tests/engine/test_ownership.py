@@ -219,7 +219,12 @@ def scenario(tmp_path):
 
 
 def test_a_second_writer_is_refused_naming_the_first(tmp_path, scenario):
-    rows, env, runs = scenario
+    _, _, runs = scenario
+    # (800 bids, 4 ticks: the refusal needs only a live owner; the paused-owner test
+    # below runs the scenario's 2,000)
+    rows = events(800)
+    write_files(tmp_path / "in-small", rows)
+    env = {"OWN_INPUT": str(tmp_path / "in-small")}
     data, gate = tmp_path / "data", tmp_path / "gate"
     first = Run(data, {**env, "OWN_GATE": str(gate)}, tmp_path / "first.log")
     runs.append(first)

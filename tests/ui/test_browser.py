@@ -152,6 +152,21 @@ def test_screenshot_of_demo_graph(spark, browser, capsys):
     # A second one of the operators table (per-operator rows, state, times).
     _js(browser, "document.getElementById('operators').scrollIntoView()")
     assert browser.save_screenshot(path[: -len(".png")] + "-operators.png")
+    # At 1600 px the operators table shows every column: nothing is cut off or hidden
+    # behind its card's scroll bar (issue 33 found it cut off at that width).
+    browser.set_window_size(1600, 1000)
+    wait.until(lambda b: _js(b, "return window.innerWidth") <= 1600)
+    fit = _js(
+        browser,
+        "const t = document.getElementById('operators'), c = t.closest('.card');"
+        " const heads = [...t.querySelectorAll('thead th')];"
+        " const last = heads[heads.length - 1].getBoundingClientRect();"
+        " return [heads.length, c.scrollWidth - c.clientWidth, last.right,"
+        " c.getBoundingClientRect().right, window.innerWidth];",
+    )
+    columns, hidden, last_right, card_right, inner = fit
+    assert columns == 14, fit
+    assert hidden <= 0 and last_right <= card_right <= inner, fit
     done.wait(180)
     assert not errors, errors
     assert "web view: http://127.0.0.1:" in capsys.readouterr().out
