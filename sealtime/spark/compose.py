@@ -219,18 +219,23 @@ class TaggedRows:
     """
 
     def __init__(self, functions: Sequence[RowFunction], tag: str, names: Sequence[str]) -> None:
-        ok = "__ok"
+        # Per function, its struct when its condition holds, else null (`inline` makes a
+        # row of nulls of it, which the filter on the tag drops). A function's values
+        # are computed only for the rows it keeps, as in filter-then-project, and
+        # nothing falls back to interpreted evaluation: an array ``filter`` with a
+        # lambda did, for every function on every row (the first stage of a fused
+        # group at 200 views, BENCHMARKS.md "200 views profiled").
         structs = [
-            F.struct(
-                F.lit(i).alias(tag),
-                f.keep().alias(ok),
-                *[c.alias(n) for c, n in zip(f.columns, names)],
+            F.when(
+                f.keep(),
+                F.struct(F.lit(i).alias(tag), *[c.alias(n) for c, n in zip(f.columns, names)]),
             )
             for i, f in enumerate(functions)
         ]
-        self._inline = Projection([F.inline(F.filter(F.array(*structs), lambda s: s[ok]))])
+        self._inline = Projection([F.inline(F.array(*structs))])
+        self._tagged = F.col(tag).isNotNull()
         self._values = Projection([tag, *names])
 
     def apply(self, frame: DataFrame) -> DataFrame:
         """The tagged rows of `frame`."""
-        return self._values.apply(self._inline.apply(frame))
+        return self._values.apply(self._inline.apply(frame).filter(self._tagged))
