@@ -196,7 +196,7 @@ class Fusion:
         ):
             at = by_id[readers[at.id][0]]
             tail.append(at)
-        key = (c.node.id, id(ops[c.node.id]), *((n.id, id(ops[n.id])) for n in tail))
+        key = _identity((c.node, *tail), ops)
         if key not in self._tails:
             found = None
             leaf = self._leaf(self._final(ops[c.node.id]).schema)  # type: ignore[arg-type]
@@ -236,7 +236,7 @@ class Fusion:
     def _finals_alike(
         self, node: PlanNode, representative: PlanNode, ops: Mapping[int, Operator[Any]]
     ) -> bool:
-        key = (node.id, id(ops[node.id]), representative.id, id(ops[representative.id]))
+        key = (_identity((node,), ops), _identity((representative,), ops))
         if key not in self._alike:
             op, rep = ops[node.id], ops[representative.id]
             assert isinstance(op, KeyedOperator) and isinstance(rep, KeyedOperator)
@@ -256,9 +256,9 @@ class Fusion:
             return c.tail_function is None and representative.tail_function is None
         key = (
             "tail",
-            *((n.id, id(ops[n.id])) for n in (c.node, *c.tail)),
+            _identity((c.node, *c.tail), ops),
             "of",
-            *((n.id, id(ops[n.id])) for n in (representative.node, *representative.tail)),
+            _identity((representative.node, *representative.tail), ops),
         )
         if key not in self._alike:
             leaf = self._leaf(self._final(ops[c.node.id]).schema)  # type: ignore[arg-type]
@@ -321,6 +321,12 @@ class Fusion:
         if key not in self._leaves:
             self._leaves[key] = opaque_frame(self.spark, schema)
         return self._leaves[key]
+
+
+def _identity(nodes: tuple[PlanNode, ...], ops: Mapping[int, Operator[Any]]) -> tuple[Any, ...]:
+    """What the caches know `nodes` by: each one's id and operator object (a hydrated
+    node joins the live plan as another object with the same id and operator)."""
+    return tuple((n.id, id(ops[n.id])) for n in nodes)
 
 
 def _upstream(c: _Candidate) -> PlanNode:
