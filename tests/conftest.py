@@ -95,15 +95,30 @@ def spark_settings(max_examples: int) -> settings:
     return settings(max_examples=max_examples, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
+#: the default tier's Spark evaluates expressions without generating Java code: tests
+#: move a few rows per job, where compiling each job's code costs more than it saves
+#: (16 % less time on the oracle tests, docs/testing.md). Spark's own settings for its
+#: tests; the full tier, the benchmarks and `sealtime run` children keep code generation.
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
 @pytest.fixture(scope="session")
-def spark():
-    """The one SparkSession of the test run (local mode, small, UI off)."""
+def spark(request):
+    """The one SparkSession of the test run (local mode, small, UI off; interpreted in
+    the default tier: `INTERPRETED`)."""
     from sealtime.spark.session import get_or_create_session
 
     session = get_or_create_session(
         master="local[2]",
         app_name="sealtime-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            **({} if full_tier(request.config) else INTERPRETED),
+        },
     )
     yield session
     session.stop()

@@ -195,6 +195,12 @@ class Dataflow:
         #: the data dir's lease length in seconds (None: the process's default)
         self.lease = None if lease is None else lease_seconds(lease)
         self.takeover = bool(takeover)
+        from ..storage.ownership import check_unowned
+
+        # (a second writer is refused before Spark starts; the engine's lease is the claim)
+        check_unowned(
+            self.metadata_store, self.data_dir, name, lease=self.lease, takeover=takeover or None
+        )
         if tuning is not None and not isinstance(tuning, DataPathTuning):
             raise ConfigError(
                 f"Dataflow(tuning={tuning!r}) must be a st.DataPathTuning(...), e.g. "

@@ -44,6 +44,31 @@ def _count(tr: Translator, node: exp.Expr | None, what: str) -> int | None:
     raise tr.error(what, f"{what} takes a whole number (a literal)", node, keyword=what)
 
 
+def _passed_through(node: exp.Expr, e: exp.Column, rel: Relation) -> str | None:
+    """The output column of a qualified ``ORDER BY t.c`` that the select list passes
+    through unchanged (``t.c``, aliased or not, or inside ``t.*``/``*``), as Spark
+    resolves it; None if it does not."""
+    if not e.table or not isinstance(node, exp.Select):
+        return None
+    items = node.expressions
+    for i, item in enumerate(items):
+        inner = item.this if isinstance(item, exp.Alias) else item
+        same = isinstance(inner, exp.Column) and (inner.table, inner.name) == (e.table, e.name)
+        if same and not any(_star(x) for x in items[:i]):
+            return rel.visible[i].physical
+    if any(_star(x) and (isinstance(x, exp.Star) or x.table == e.table) for x in items):
+        fields = rel.try_resolve(exp.column(e.name))
+        if len(fields) == 1:
+            return fields[0].physical
+    return None
+
+
+def _star(item: exp.Expr) -> bool:
+    return isinstance(item, exp.Star) or (
+        isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+    )
+
+
 def translate(tr: Translator, node: exp.Expr) -> Relation:
     """The query `node` with its ORDER BY / LIMIT / OFFSET (see the module docstring)."""
     order = node.args.get("order")
@@ -70,6 +95,8 @@ def translate(tr: Translator, node: exp.Expr) -> Relation:
             column = visible[n - 1].physical
         elif isinstance(e, exp.Column) and rel.try_resolve(e):
             column = rel.resolve(e, tr.parsed).physical
+        elif isinstance(e, exp.Column) and (passed := _passed_through(node, e, rel)):
+            column = passed
         else:
             check_scalar(e, tr.parsed, "ORDER BY")
             column = tr.fresh("__o", taken)

@@ -71,6 +71,7 @@ __all__ = [
     "Owner",
     "ProcessIdentity",
     "acquire_lease",
+    "check_unowned",
     "database_clock",
     "epoch_at",
     "epoch_name",
@@ -603,6 +604,32 @@ def acquire_lease(
     if heartbeat:
         result.start_heartbeat()
     return result
+
+
+def check_unowned(
+    store: MetadataStore,
+    data_dir: str,
+    flow: str,
+    *,
+    lease: Any = None,
+    takeover: bool | None = None,
+    clock: Clock | None = None,
+) -> None:
+    """Raise `acquire_lease`'s `DataDirOwnedError` now if a live owner holds (`data_dir`,
+    `flow`), writing nothing: a refused process learns it before it starts Spark.
+    `acquire_lease` decides; this only answers early."""
+    if (takeover is None and _takeover()) or takeover:
+        return
+    seconds = lease_seconds(lease)
+    clock = clock or database_clock
+    me = ProcessIdentity.current()
+    store.migrate("ownership", _MIGRATIONS)
+    with store.transaction(fenced=False) as tx:
+        now = clock(tx)
+        rows = tx.query(f"SELECT {_COLUMNS} FROM sealtime_owners WHERE flow = ?", (flow,))
+        live = [o for o in map(Owner._from_row, rows) if o.holds(now, me)]
+    if live:
+        raise _refusal(live[0], data_dir, flow, now, seconds)
 
 
 def _refusal(

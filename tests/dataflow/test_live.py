@@ -134,7 +134,7 @@ def _contents(view, t: int) -> list[tuple]:
     return sorted(tuple(r) for r in view.to_spark(as_of=t).collect())
 
 
-@spark_settings(examples(ci=4, dev=1, default=2))
+@spark_settings(examples(ci=4, dev=1, default=1))
 @given(source=W.source(workloads=3, times_per_tick=hs.just(2)), schedule=schedules())
 def test_views_added_and_dropped_equal_spark_sql_and_leave_others_alone(
     spark, make_flow, source, schedule

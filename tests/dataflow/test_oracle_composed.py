@@ -14,7 +14,7 @@ from tests.dataflow.oracle import accumulate, as_of, assert_matches, inputs_fram
 
 # Each example runs 25 independent workloads side by side (see workloads.py): the CI
 # profile's 8 examples check 200 workloads per property.
-N = examples(ci=8, dev=1, default=3)
+N = examples(ci=8, dev=1, default=2)
 B = 25
 
 

@@ -13,7 +13,7 @@ from tests.conftest import examples, spark_settings
 from tests.dataflow import workloads as W
 from tests.dataflow.oracle import accumulate, as_of, assert_matches, inputs_frame, sealed_times
 
-N = examples(ci=5, dev=2, default=3)  # x 10 workloads per example (see workloads.py)
+N = examples(ci=5, dev=2, default=2)  # x 10 workloads per example (see workloads.py)
 
 
 def run_one(spark, make_flow, src, build, batch):

@@ -12,7 +12,7 @@ from sealtime.sources.rows import Rows
 from tests.conftest import examples, spark_settings
 
 
-@spark_settings(examples(ci=15, dev=4, default=4))
+@spark_settings(examples(ci=15, dev=4, default=2))
 @given(
     times=hs.lists(hs.integers(0, 60), min_size=1, max_size=25),
     spec=hs.sampled_from([st.Tumbling(10), st.Sliding(10, 5), st.Session(7)]),

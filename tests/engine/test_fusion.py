@@ -88,7 +88,7 @@ def _contents(sink: ArrowCollect, t: int) -> list[tuple]:
     return sorted((r for r, c in counts.items() for _ in range(c)), key=repr)
 
 
-@spark_settings(examples(ci=4, dev=1, default=2))
+@spark_settings(examples(ci=4, dev=1, default=1))
 @given(
     source=W.source(workloads=3, times_per_tick=hs.integers(1, 3)),
     params=hs.tuples(hs.integers(-2, 6), hs.integers(0, 1)),
@@ -192,7 +192,7 @@ def _run_over_shared(make_flow, source: Rows, params: tuple[int, int], *, fuse: 
     return flow, sinks
 
 
-@spark_settings(examples(ci=3, dev=1, default=2))
+@spark_settings(examples(ci=3, dev=1, default=1))
 @given(
     source=W.source(workloads=3, times_per_tick=hs.integers(1, 3)),
     params=hs.tuples(hs.integers(-2, 8), hs.integers(0, 1)),

@@ -14,7 +14,7 @@ from tests.conftest import examples, spark_settings
 from tests.dataflow import workloads as W
 from tests.dataflow.oracle import accumulate, as_of, assert_matches, inputs_frame, sealed_times
 
-N = examples(ci=4, dev=1, default=2)
+N = examples(ci=4, dev=1, default=1)
 PARTITIONS = hs.sampled_from([1, 3, 8])
 # Few keys, many times, all in one tick: each key has many times per tick.
 DENSE = {"max_time": 30, "max_rows": 14, "times_per_tick": hs.sampled_from([100, 7])}

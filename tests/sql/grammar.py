@@ -19,8 +19,10 @@ INTERSECT [ALL], EXCEPT [ALL], [NOT] EXISTS, IN and scalar subqueries correlated
 OVER with default and ROWS frames), aggregates with FILTER (WHERE ...), SUM/AVG(DISTINCT),
 STDDEV, VAR_POP, count_if and a sorted collect_list, and temporal filters (``mz_now()``,
 which the oracle reads as the time folded into ``ex``: `oracle_text`). Global aggregates,
-ORDER BY ... LIMIT, uncorrelated subqueries, CUMULATE windows and interval joins are not
-keyed on ``ex``; `tests.sql.test_streaming_constructs` checks them at every time.
+ORDER BY ... LIMIT [OFFSET], uncorrelated scalar/IN/NOT IN subqueries, CROSS JOIN,
+CUMULATE windows and interval joins are not keyed on ``ex``: `unkeyed_views` makes one
+random view of each, over random relations of the constructs above, which the oracle
+checks over the inputs accumulated to every time (`tests.sql.oracle.per_time`).
 """
 
 from __future__ import annotations
@@ -127,6 +129,34 @@ def predicate(draw, rel: Rel, t: str) -> str:
     return f"({first} {draw(hs.sampled_from(['AND', 'OR']))} {second})"
 
 
+def agg_calls(r: Rel, t: str) -> dict[str, str]:
+    """The aggregate calls over `r`'s columns (alias `t`) and their result types."""
+    calls = {"COUNT(*)": "long"}
+    for n in r.of(*NUM):
+        typ = dict(r.cols)[n]
+        calls |= {
+            f"SUM({t}.{n})": typ,
+            f"MIN({t}.{n})": typ,
+            f"MAX({t}.{n})": typ,
+            f"AVG({t}.{n})": "double",
+            f"COUNT(DISTINCT {t}.{n})": "long",
+            f"SUM({t}.{n} * 2)": typ,
+            f"COUNT(*) FILTER (WHERE {t}.{n} > 1)": "long",
+            f"SUM({t}.{n}) FILTER (WHERE {t}.{n} % 2 = 0)": typ,
+            f"SUM(DISTINCT {t}.{n})": typ,
+            f"AVG(DISTINCT {t}.{n})": "double",
+            f"STDDEV({t}.{n})": "double",
+            f"VAR_POP({t}.{n})": "double",
+            f"count_if({t}.{n} >= 2)": "long",
+            # (sorted: a list's order is not a function of the input)
+            f"concat_ws(',', sort_array(collect_list(CAST({t}.{n} AS STRING))))": "string",
+        }
+    for n in r.of("string"):
+        calls |= {f"COUNT({t}.{n})": "long", f"MAX({t}.{n})": "string"}
+        calls[f"COUNT(DISTINCT {t}.{n})"] = "long"
+    return calls
+
+
 @hs.composite
 def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
     """A query over the base tables and `views`."""
@@ -176,41 +206,13 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
         keys = [f"{t}.ex"] + ([f"{t}.k"] if r.has_k and draw(hs.booleans()) else [])
         items, cols = list(keys), [("k", "string")] if len(keys) > 1 else []
         nums = r.of(*NUM)
-        calls = ["COUNT(*)"]
-        typed: dict[str, str] = {}  # (calls whose type the rule below does not give)
-        for n in nums:
-            calls += [f"SUM({t}.{n})", f"MIN({t}.{n})", f"MAX({t}.{n})", f"AVG({t}.{n})"]
-            calls += [f"COUNT(DISTINCT {t}.{n})", f"SUM({t}.{n} * 2)"]
-            more = {
-                f"COUNT(*) FILTER (WHERE {t}.{n} > 1)": "long",
-                f"SUM({t}.{n}) FILTER (WHERE {t}.{n} % 2 = 0)": "double",
-                f"SUM(DISTINCT {t}.{n})": "double",
-                f"AVG(DISTINCT {t}.{n})": "double",
-                f"STDDEV({t}.{n})": "double",
-                f"VAR_POP({t}.{n})": "double",
-                f"count_if({t}.{n} >= 2)": "long",
-                # (sorted: a list's order is not a function of the input)
-                f"concat_ws(',', sort_array(collect_list(CAST({t}.{n} AS STRING))))": "string",
-            }
-            typed.update(more)
-            calls += list(more)
-        for n in r.of("string"):
-            calls += [f"COUNT({t}.{n})", f"MAX({t}.{n})", f"COUNT(DISTINCT {t}.{n})"]
-        for call in draw(hs.lists(hs.sampled_from(calls), min_size=1, max_size=4, unique=True)):
+        calls = agg_calls(r, t)
+        for call in draw(
+            hs.lists(hs.sampled_from(list(calls)), min_size=1, max_size=4, unique=True)
+        ):
             name = fresh("c")
-            typ = (
-                typed[call]
-                if call in typed
-                else "double"
-                if call.startswith("AVG")
-                else "string"
-                if call.startswith("MAX") and call[4:-1].split(".")[-1] in r.of("string")
-                else dict(r.cols).get(call[4:-1].split(".")[-1], "long")
-                if call[:3] in ("MIN", "MAX", "SUM") and "*" not in call
-                else "long"
-            )
             items.append(f"{call} AS {name}")
-            cols.append((name, typ))
+            cols.append((name, calls[call]))
         if nums and draw(hs.booleans()):
             n = draw(hs.sampled_from(nums))
             name = fresh("c")
@@ -446,3 +448,155 @@ def queries(draw, n: int, depth: int = 2) -> list[Rel]:
         out.append(rel)
         views.append(Rel(f"q{i}", rel.cols))
     return out
+
+
+# Views not keyed on ``ex``: their answer at a time mixes the workloads, so the oracle
+# runs each one over the inputs accumulated to every checked time
+# (`tests.sql.oracle.per_time`) instead of once over ``ex``-folded inputs.
+
+#: event-time tables (``time="ts"``, in order, no retractions) for CUMULATE windows and
+#: interval joins, which need an event-time column on each side
+EVENT = {
+    "l": Rel("l", (("ts", "long"), ("x", "long"))),
+    "r": Rel("r", (("ts", "long"), ("y", "long"))),
+}
+
+#: one view of each unkeyed construct per example (`unkeyed_views`)
+UNKEYED = ("global", "limit", "uncorrelated", "cross", "cumulate", "interval")
+
+
+@dataclass(frozen=True)
+class Unkeyed:
+    """A view's text (`sql`) and the text Spark runs over the inputs accumulated to time
+    ``{t}`` (`oracle`): the same text, except that ``mz_now()`` is that time and CUMULATE,
+    which Spark lacks, is computed by an independent query."""
+
+    kind: str
+    sql: str
+    oracle: str
+
+
+def _from(rel: Rel) -> str:
+    return rel.sql if rel.sql.isidentifier() else f"({rel.sql})"
+
+
+@hs.composite
+def unkeyed(draw, kind: str, fresh) -> Unkeyed:
+    """A view of `kind` (one of `UNKEYED`) over the base tables."""
+    if kind == "cumulate":
+        return draw(_cumulate(fresh))
+    if kind == "interval":
+        return draw(_interval())
+    r = draw(relation((), draw(hs.integers(0, 1)), fresh))
+    src, t = _from(r), fresh()
+    nums = r.of(*NUM)
+    if kind == "global":
+        calls = draw(hs.lists(hs.sampled_from(list(agg_calls(r, t))), min_size=1, max_size=3))
+        items = ", ".join(f"{c} AS {fresh('c')}" for c in dict.fromkeys(calls))
+        where = f" WHERE {draw(predicate(r, t))}" if draw(hs.booleans()) else ""
+        sql = f"SELECT {items} FROM {src} {t}{where}"
+    elif kind == "limit":
+        # (the order covers every column: rows that tie are equal)
+        names = ["ex", *r.names]
+        order = ", ".join(
+            f"{t}.{n}{draw(hs.sampled_from(['', ' DESC', ' ASC NULLS LAST', ' DESC NULLS FIRST']))}"
+            for n in draw(hs.permutations(names))
+        )
+        offset = f" OFFSET {draw(hs.integers(1, 2))}" if draw(hs.booleans()) else ""
+        items = ", ".join(f"{t}.{n}" for n in names)
+        sql = f"SELECT {items} FROM {src} {t} ORDER BY {order} LIMIT {draw(hs.integers(1, 4))}{offset}"
+    elif kind == "uncorrelated":
+        r2 = draw(relation((), draw(hs.integers(0, 1)), fresh))
+        src2, u = _from(r2), fresh()
+        n2 = r2.of(*NUM)
+        forms = ["select"] + (["compare"] if nums and n2 else [])
+        forms += ["in", "not in"] if r.has_k and r2.has_k else []
+        forms += ["not in numbers"] if nums and n2 else []
+        form = draw(hs.sampled_from(forms))
+        where = f" WHERE {draw(predicate(r2, u))}" if draw(hs.booleans()) else ""
+        if form == "select":
+            call = draw(hs.sampled_from(list(agg_calls(r2, u))))
+            sql = f"SELECT {t}.*, (SELECT {call} FROM {src2} {u}{where}) AS {fresh('c')} FROM {src} {t}"
+        elif form == "compare":
+            call = f"{draw(hs.sampled_from(['MIN', 'MAX', 'AVG']))}({u}.{n2[0]})"
+            op = draw(hs.sampled_from([">", "<=", "<>"]))
+            sql = f"SELECT * FROM {src} {t} WHERE {t}.{nums[0]} {op} (SELECT {call} FROM {src2} {u}{where})"
+        else:
+            col, col2 = (
+                (f"{t}.k", f"{u}.k")
+                if form != "not in numbers"
+                else (f"{t}.{nums[0]}", f"{u}.{n2[0]}")
+            )
+            word = "IN" if form == "in" else "NOT IN"
+            sql = (
+                f"SELECT * FROM {src} {t} WHERE {col} {word} (SELECT {col2} FROM {src2} {u}{where})"
+            )
+    else:  # cross
+        r2 = draw(relation((), draw(hs.integers(0, 1)), fresh))
+        src2, u = _from(r2), fresh()
+        n2 = r2.of(*NUM)
+        if draw(hs.booleans()):
+            call = draw(hs.sampled_from(list(agg_calls(r2, u))))
+            g = fresh()
+            sql = (
+                f"SELECT {t}.*, {g}.c FROM {src} {t} CROSS JOIN "
+                f"(SELECT {call} AS c FROM {src2} {u}) {g}"
+            )
+        else:
+            cond = f"{t}.{nums[0]} > {u}.{n2[0]} + 3" if nums and n2 else f"{t}.ex + 6 < {u}.ex"
+            more = ", ".join(f"{u}.{n} AS {fresh('c')}" for n in r2.names)
+            sql = (
+                f"SELECT {t}.*, {u}.ex AS {fresh('c')}{', ' + more if more else ''} "
+                f"FROM {src} {t} CROSS JOIN {src2} {u} WHERE {cond}"
+            )
+    return Unkeyed(kind, sql, sql.replace("mz_now()", "{t}"))
+
+
+@hs.composite
+def _cumulate(draw, fresh) -> Unkeyed:
+    side = draw(hs.sampled_from(list(EVENT)))
+    v = EVENT[side].names[1]
+    step = draw(hs.integers(1, 3))
+    size = step * draw(hs.integers(2, 4))
+    calls = ["COUNT(*)", f"SUM({v})", f"MIN({v})", f"MAX({v})", f"AVG({v})"]
+    chosen = draw(hs.lists(hs.sampled_from(calls), min_size=1, max_size=3, unique=True))
+    items = ", ".join(f"{c} AS {fresh('c')}" for c in chosen)
+    cond = f"{v} > {draw(hs.integers(0, 5))}" if draw(hs.booleans()) else ""
+    sql = (
+        f"SELECT window_start, window_end, ex, {items} FROM TABLE(CUMULATE(TABLE {side}, "
+        f"DESCRIPTOR(ts), INTERVAL '{step}' MILLISECOND, INTERVAL '{size}' MILLISECOND))"
+        f"{' WHERE ' + cond if cond else ''} GROUP BY window_start, window_end, ex"
+    )
+    # the windows [start, start + e) for e = step, 2 step, ... size (start aligned to the
+    # size) that hold the row, each once its end has passed: at time end - 1
+    oracle = (
+        f"SELECT ws AS window_start, ws + e AS window_end, ex, {items} FROM "
+        f"(SELECT *, ts - pmod(ts, {size}) AS ws FROM {side}) "
+        f"LATERAL VIEW explode(sequence({step}, {size}, {step})) w AS e "
+        f"WHERE ts < ws + e AND ws + e - 1 <= {{t}}{' AND ' + cond if cond else ''} "
+        f"GROUP BY ws, ws + e, ex"
+    )
+    return Unkeyed("cumulate", sql, oracle)
+
+
+@hs.composite
+def _interval(draw) -> Unkeyed:
+    lo, hi = draw(hs.integers(0, 3)), draw(hs.integers(0, 5))
+    if draw(hs.booleans()):
+        cond = f"r.ts BETWEEN l.ts - {lo} AND l.ts + {hi}"
+    else:
+        cond = f"r.ts >= l.ts - {lo} AND l.ts + {hi} >= r.ts"
+    extra = draw(hs.sampled_from(["", " AND l.x > r.y", " AND l.x + r.y > 6"]))
+    left = "l" if draw(hs.booleans()) else "(SELECT * FROM l WHERE x > 2) l"
+    sql = (
+        f"SELECT l.ex, l.x, r.y, l.ts AS lt, r.ts AS rt FROM {left} JOIN r "
+        f"ON l.ex = r.ex AND {cond}{extra}"
+    )
+    return Unkeyed("interval", sql, sql)
+
+
+@hs.composite
+def unkeyed_views(draw) -> list[Unkeyed]:
+    """One view of each of `UNKEYED`."""
+    fresh = _alias_counter()
+    return [draw(unkeyed(kind, fresh)) for kind in UNKEYED]

@@ -90,3 +90,20 @@ def test_explain_leaves_the_flow_unchanged(make_flow):
     assert "reduce aggregate" in text
     assert len(flow.nodes) == n
     assert isinstance(flow.sql("SELECT * FROM s"), st.Collection)
+
+
+def test_order_by_may_name_a_column_by_its_table(make_flow):
+    """``ORDER BY t.v`` over ``SELECT t.v ...`` / ``SELECT t.*`` names the projected
+    column, as in Spark (it was refused: the projection had no column ``t.v``)."""
+    flow = make_flow()
+    rows = [(1, {"k": "x", "v": 3}), (1, {"k": "y", "v": 5}), (2, {"k": "z", "v": 4})]
+    flow.source("a", Rows({"k": "string", "v": "long"}, rows))
+    views = {
+        "SELECT t.k, t.v FROM a t ORDER BY t.v DESC LIMIT 2": [("y", 5), ("z", 4)],
+        "SELECT t.* FROM a t ORDER BY t.v LIMIT 1 OFFSET 1": [("z", 4)],
+        "SELECT t.v AS w, t.k FROM a t ORDER BY t.k DESC LIMIT 1": [(4, "z")],
+    }
+    made = {q: flow.sql(q) for q in views}
+    flow.run()
+    for q, want in views.items():
+        assert sorted(tuple(r) for r in made[q].to_spark().collect()) == sorted(want), q

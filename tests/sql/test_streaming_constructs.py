@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 
-import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
-import sqlglot
-from pyspark.sql import functions as F
-from sqlglot import exp
+import pytest
 
 import sealtime as st
 from sealtime.sources.rows import Rows
 from sealtime.sql import errors_of, explain
-from tests.dataflow.oracle import _norm, accumulate, inputs_frame
-from tests.sql.oracle import oracle_session
+from tests.sql.oracle import check_per_time as check
+from tests.sql.oracle import oracle_session, per_time, per_time_views
 from tests.sql.test_constructs import _workload
 
 # (times where the inputs change; the oracle costs a Spark branch per time)
@@ -61,50 +58,6 @@ INTERVAL_JOIN = (
 )
 
 
-def _rows(value) -> tuple:
-    """A row as a hashable tuple (list values as tuples, floats rounded)."""
-    return tuple(_norm(tuple(v) if isinstance(v, list | np.ndarray) else v) for v in value)
-
-
-def per_time(spark, query: str, frames: dict, times) -> dict[int, Counter]:
-    """Spark's answer to `query` over `frames` (name -> updates with ``_time``,
-    ``_diff``) accumulated to each of `times`: one job, a branch per time, each branch
-    the query with its tables renamed to that time's temporary views."""
-    branches = []
-    for t in times:
-        for name, frame in frames.items():
-            upto = frame.filter(F.col("_time") <= t)
-            accumulate(upto).createOrReplaceTempView(f"{name}_{t}")
-            # (with each update's own time as column _t: windows assign rows by it)
-            timed = accumulate(upto.withColumn("_t", F.col("_time")))
-            timed.createOrReplaceTempView(f"{name}_{t}_t")
-        tree = sqlglot.parse_one(query.format(t=t), dialect="spark")
-        for table in tree.find_all(exp.Table):
-            if table.name in frames:
-                suffix = "_t" if "_t" in query else ""
-                if not table.alias:
-                    table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-                table.set("this", exp.to_identifier(f"{table.name}_{t}{suffix}"))
-        branches.append(f"SELECT {t} AS __t, * FROM ({tree.sql(dialect='spark')})")
-    rows = spark.sql(" UNION ALL ".join(branches)).collect()
-    out: dict[int, Counter] = {t: Counter() for t in times}
-    for r in rows:
-        out[r[0]][_rows(r[1:])] += 1
-    return out
-
-
-def check(label: str, view, oracle: dict[int, Counter]) -> None:
-    updates = view.updates()
-    assert updates.num_rows > 0, label
-    for t, want in oracle.items():
-        got: Counter = Counter()
-        for r in updates.to_pylist():  # (list columns: tests.dataflow.oracle hashes rows)
-            if r["_time"] <= t:
-                got[_rows([r[c] for c in view.columns])] += r["_diff"]
-        got = Counter({k: n for k, n in got.items() if n})
-        assert got == want, f"{label} at {t}: missing {want - got}, extra {got - want}"
-
-
 def _event_files(tmp_path, name: str, value: str, seed: int):
     """In-order JSON lines (ex, ts, value) at ts 0..40: no record is late."""
     rng = random.Random(seed)
@@ -118,6 +71,9 @@ def _event_files(tmp_path, name: str, value: str, seed: int):
     return d, records
 
 
+# The full tier's: the default tier checks the same constructs in random views
+# (`tests.sql.test_oracle.test_unkeyed_views_equal_spark_sql_at_every_time`).
+@pytest.mark.full
 def test_unkeyed_constructs_equal_spark_sql_at_every_time(spark, make_flow, tmp_path):
     a, b = _workload(1, "v"), _workload(2, "w")
     c = Rows(
@@ -143,19 +99,20 @@ def test_unkeyed_constructs_equal_spark_sql_at_every_time(spark, make_flow, tmp_
     assert "interval_join" in explain(flow, INTERVAL_JOIN)
     flow.run()
 
-    frames = {"a": inputs_frame(spark, a), "b": inputs_frame(spark, b)}
+    sides = {
+        name: pa.Table.from_pylist([{**r, "_time": r["ts"], "_diff": 1} for r in records])
+        for name, records in sides.items()
+    }
     with oracle_session(spark):
-        for q, view in zip(GLOBAL, views):
-            check(q, view, per_time(spark, q, frames, TIMES))
-        oracle = per_time(spark, CUMULATE_ORACLE, {"c": inputs_frame(spark, c)}, range(1, 14, 2))
-        check(CUMULATE, cumulate, oracle)
-        side_frames = {
-            name: spark.createDataFrame(records)
-            .withColumn("_time", F.col("ts"))
-            .withColumn("_diff", F.lit(1))
-            for name, records in sides.items()
-        }
-        joins = per_time(spark, INTERVAL_JOIN, side_frames, range(0, 46, 5))
+        with per_time_views(spark, {"a": a.table, "b": b.table}, TIMES):
+            for q, view in zip(GLOBAL, views):
+                check(q, view, per_time(spark, q, ("a", "b"), TIMES))
+        times = range(1, 14, 2)
+        with per_time_views(spark, {"c": c.table}, times, timed=True):
+            check(CUMULATE, cumulate, per_time(spark, CUMULATE_ORACLE, ("c",), times))
+        times = range(0, 46, 5)
+        with per_time_views(spark, sides, times):
+            joins = per_time(spark, INTERVAL_JOIN, tuple(sides), times)
         check(INTERVAL_JOIN, joined, joins)
 
 

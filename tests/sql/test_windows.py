@@ -120,7 +120,7 @@ def _window_oracle(d, size):
     return d.withColumn("window_start", start).withColumn("window_end", start + size)
 
 
-@spark_settings(examples(ci=4, dev=1, default=2))
+@spark_settings(examples(ci=4, dev=1, default=1))
 @given(src=W.source(max_time=12), size=hs.integers(1, 5))
 def test_tumble_over_logical_time_equals_spark(spark, make_flow, src, size):
     assume(src.table.num_rows > 8)  # (not hypothesis' all-empty first example)

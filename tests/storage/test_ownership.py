@@ -21,6 +21,7 @@ from sealtime.storage.ownership import (
     LEASE_ENV,
     ProcessIdentity,
     acquire_lease,
+    check_unowned,
     database_clock,
     epoch_at,
     lease_seconds,
@@ -64,6 +65,22 @@ def test_acquire_bumps_the_epoch_and_names_the_owner(store):
     second = acquire_lease(store, D, "f", clock=clock, process=elsewhere(), heartbeat=False)
     assert second.epoch == 2
     assert epoch_at(D + "/log/s") == 2 and epoch_at("/data/flows/ab") is None
+
+
+def test_check_unowned_refuses_early_and_writes_nothing(open_store):
+    """The early answer a `Dataflow` gives before it starts Spark: the refusal of
+    `acquire_lease`, without a write; none for a takeover or an expired lease."""
+    clock = FakeClock()
+    a, b = open_store(), open_store()
+    check_unowned(b, D, "f", clock=clock)  # nobody owns it
+    acquire_lease(a, D, "f", lease=10.0, clock=clock, process=elsewhere(), heartbeat=False)
+    before = read_owner(a, D, "f")
+    with pytest.raises(DataDirOwnedError, match="pid 4242 on host 'other-host.example'"):
+        check_unowned(b, D, "f", lease=10.0, clock=clock)
+    check_unowned(b, D, "f", takeover=True, clock=clock)
+    assert read_owner(a, D, "f") == before
+    clock.now += 11
+    check_unowned(b, D, "f", clock=clock)  # the lease expired
 
 
 def test_a_live_owner_refuses_a_second_writer_naming_it(open_store):
