@@ -105,6 +105,23 @@ INTERPRETED = {
 }
 
 
+@pytest.fixture
+def codegen(spark):
+    """Spark's code generation for one test (tests of the generated code itself), in any
+    tier: the default tier's session is otherwise interpreted (`INTERPRETED`)."""
+    saved = {k: spark.conf.get(k, None) for k in INTERPRETED}
+    spark.conf.set("spark.sql.codegen.wholeStage", "true")
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
+    try:
+        yield spark
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 @pytest.fixture(scope="session")
 def spark(request):
     """The one SparkSession of the test run (local mode, small, UI off; interpreted in

@@ -261,16 +261,17 @@ def scalars(
         rel, column = _scalar(tr, rel, sub)
         replace[id(sub)] = column
 
-    def swap(n: exp.Expr) -> exp.Expr:
-        if id(n) in replace:
-            return _hidden(replace[id(n)])
-        return n
-
+    # (on a copy: the parsed text may be translated again, e.g. a NOT IN's rows twice)
     out = []
     for node in nodes:
-        copy = (
-            node.transform(swap, copy=False) if any(id(s) in replace for s in node.walk()) else node
-        )
+        copy = node.copy()
+        for original, twin in [
+            (o, c) for o, c in zip(node.walk(), copy.walk()) if id(o) in replace
+        ]:
+            if twin is copy:
+                copy = _hidden(replace[id(original)])
+            else:
+                twin.replace(_hidden(replace[id(original)]))
         out.append(copy)
     return rel, out
 

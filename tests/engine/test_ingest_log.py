@@ -296,7 +296,9 @@ def test_null_event_time_goes_to_errors(make_flow, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("linked", ["whole files", "parts of a file"])
-def test_ingestion_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch, linked):
+def test_ingestion_time_ticks_reuse_generated_code(
+    codegen, make_flow, tmp_path, monkeypatch, linked
+):
     """Every tick of an ingestion-time source stamps a new binding time (and, reading
     linked parts of one file, a new row range); the plans of later ticks must still be
     the same Java source, which Spark compiles only once."""
@@ -396,7 +398,7 @@ def _event_time_ticks(make_flow, directory, monkeypatch, tuning=None) -> tuple[l
     return codes, _rows(pa.concat_tables(got))
 
 
-def test_event_time_ticks_reuse_generated_code(make_flow, tmp_path, monkeypatch):
+def test_event_time_ticks_reuse_generated_code(codegen, make_flow, tmp_path, monkeypatch):
     """Each event-time tick seals a new range and reads the previous file again for the
     rows that the previous tick left unsealed. Unless skipping row groups pays
     (`DataPathTuning.pushdown_rows`), the range's bounds are run-time values, so the middle ticks'

@@ -51,7 +51,7 @@ def test_parquet_scan_reads_one_or_several_files(spark, tmp_path):
         scan.read(spark, [])
 
 
-def test_runtime_long_keeps_the_generated_code(spark):
+def test_runtime_long_keeps_the_generated_code(spark, codegen):
     base = spark.range(3).selectExpr("id", "id * 2 AS v")
 
     def stamped(expr):

@@ -107,3 +107,32 @@ def test_order_by_may_name_a_column_by_its_table(make_flow):
     flow.run()
     for q, want in views.items():
         assert sorted(tuple(r) for r in made[q].to_spark().collect()) == sorted(want), q
+
+
+def test_a_subquery_inside_an_in_or_scalar_subquery(spark, make_flow):
+    """A correlated scalar subquery inside the subquery of IN, NOT IN or a scalar
+    comparison (found by the random-view oracle: the inner one's hidden column was written
+    into the parsed text, and the NOT IN's rows, translated twice, lost it)."""
+    a = [(1, {"ex": e, "v": v}) for e, v in [(0, 3), (0, 5), (1, 2)]]
+    b = [(1, {"ex": e, "w": w}) for e, w in [(0, 1), (1, 4), (2, 6), (0, 5)]]
+    flow = make_flow()
+    flow.source("a", Rows({"ex": "long", "v": "long"}, a))
+    flow.source("b", Rows({"ex": "long", "w": "long"}, b))
+    inner = "(SELECT t8.*, (SELECT MAX(t9.v) FROM a t9 WHERE t9.ex = t8.ex) AS m FROM b t8) t11"
+    queries = [
+        f"SELECT * FROM b t7 WHERE t7.w NOT IN (SELECT t11.w FROM {inner} WHERE t11.m > 2)",
+        f"SELECT * FROM b t7 WHERE t7.w IN (SELECT t11.w FROM {inner} WHERE t11.m > 2)",
+        f"SELECT * FROM b t7 WHERE t7.w > (SELECT MIN(t11.m) FROM {inner})",
+    ]
+    views = [flow.sql(q) for q in queries]
+    flow.run()
+    for name, rows in (("a", a), ("b", b)):
+        spark.createDataFrame([r for _, r in rows]).createOrReplaceTempView(name)
+    try:
+        for q, view in zip(queries, views):
+            want = sorted(tuple(r) for r in spark.sql(q).collect())
+            assert want, q  # (the data gives each query rows)
+            assert sorted(tuple(r) for r in view.to_spark().collect()) == want, q
+    finally:
+        for name in ("a", "b"):
+            spark.catalog.dropTempView(name)
