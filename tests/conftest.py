@@ -11,10 +11,12 @@ expression of its own; ``bash scripts/test`` runs the default tier, ``bash scrip
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -105,21 +107,29 @@ INTERPRETED = {
 }
 
 
-@pytest.fixture
-def codegen(spark):
-    """Spark's code generation for one test (tests of the generated code itself), in any
-    tier: the default tier's session is otherwise interpreted (`INTERPRETED`)."""
-    saved = {k: spark.conf.get(k, None) for k in INTERPRETED}
-    spark.conf.set("spark.sql.codegen.wholeStage", "true")
-    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
+@contextlib.contextmanager
+def spark_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """`settings` on the session while the block runs; the previous values after."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
     try:
-        yield spark
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+@pytest.fixture
+def codegen(spark):
+    """Spark's code generation for one test (tests of the generated code itself), in any
+    tier: the default tier's session is otherwise interpreted (`INTERPRETED`)."""
+    on = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    with spark_conf(spark, on):
+        yield spark
 
 
 @pytest.fixture(scope="session")

@@ -606,6 +606,7 @@ def acquire_lease(
     return result
 
 
+# (acquire_lease's parameters by name, alike in form: the same settings, read only)
 def check_unowned(
     store: MetadataStore,
     data_dir: str,

@@ -19,6 +19,7 @@ import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
+from tests.conftest import spark_conf
 from tests.dataflow.oracle import _norm, accumulate, accumulated, as_of, inputs_frame
 
 SPREAD = 100  # workloads per time in the folded ``ex``
@@ -35,18 +36,9 @@ BROKEN_RULES = "org.apache.spark.sql.catalyst.optimizer.PushProjectionThroughUni
 def oracle_session(spark) -> Iterator[None]:
     """Spark as the oracle: ANSI on (Spark 4's default, as sealtime's views), without
     `BROKEN_RULES`; the session's settings are restored after."""
-    keys = ("spark.sql.optimizer.excludedRules", "spark.sql.ansi.enabled")
-    saved = {k: spark.conf.get(k, None) for k in keys}
-    spark.conf.set("spark.sql.optimizer.excludedRules", BROKEN_RULES)
-    spark.conf.set("spark.sql.ansi.enabled", "true")
-    try:
+    settings = {"spark.sql.optimizer.excludedRules": BROKEN_RULES, "spark.sql.ansi.enabled": "true"}
+    with spark_conf(spark, settings):
         yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def tagged_inputs(spark, source, times):
