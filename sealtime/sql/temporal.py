@@ -52,6 +52,11 @@ def _is_now(node: exp.Expr) -> bool:
     )
 
 
+def mentions_now(node: exp.Expr) -> bool:
+    """Does `node` call ``mz_now()`` anywhere?"""
+    return any(_is_now(n) for n in node.walk())
+
+
 def is_temporal(node: exp.Expr) -> bool:
     """Is `node` (a WHERE conjunct) a comparison of ``mz_now()`` with an expression?"""
     if isinstance(node, exp.Between):

@@ -27,7 +27,7 @@ Anything else raises `SqlError` naming the construct and its position.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -459,14 +459,16 @@ class Translator:
             inner = None if joins else topk.candidate(self, from_.this)
             if inner is not None and topk.applies(self, node, inner):
                 return topk.translate(self, node, from_.this, inner)
-            rel = self.from_clause(node)
         if where is True:
             w = node.args.get("where")
             condition = w.this if w is not None else None
         else:
             condition = where or None
+        pushed: set[int] = set()
+        if prebuilt is None:
+            rel, pushed = self.joined(node, condition if where is True else None)
         if condition is not None:
-            rel = self.where(rel, condition)
+            rel = self.where(rel, condition, pushed)
         items = list(node.expressions)
         group = node.args.get("group")
         having = node.args.get("having")
@@ -490,22 +492,40 @@ class Translator:
 
     def from_clause(self, node: exp.Select) -> Relation:
         """The relation of a SELECT's FROM item and its joins."""
+        return self.joined(node, None)[0]
+
+    def joined(self, node: exp.Select, condition: exp.Expr | None) -> tuple[Relation, set[int]]:
+        """The relation of a SELECT's FROM item and its joins, each WHERE conjunct of
+        `condition` that reads one side of a join applied to that side before the join
+        (`pushable`); returns the relation and the ids of the conjuncts applied. Fewer
+        rows reach the join and its arrangements keep fewer, with the same result: a
+        conjunct on the left side of an inner or LEFT join, or on the right side of an
+        inner join, filters the same rows before the join as after it. None is pushed
+        when a RIGHT or FULL join pads a side with NULLs after it."""
         from_ = node.args["from_"]
         rel = self.from_item(from_.this)
-        for j in node.args.get("joins") or []:
-            rel = self.join(rel, j)
-        return rel
+        joins = node.args.get("joins") or []
+        pending: list[exp.Expr] = []
+        if all((j.side or "").upper() in ("", "LEFT") for j in joins):
+            pending = [c for c in conjuncts(condition) if pushable(c)]
+        pushed: set[int] = set()
+        for j in joins:
+            rel = self.join(rel, j, [c for c in pending if id(c) not in pushed], pushed)
+        return rel, pushed
 
-    def where(self, rel: Relation, condition: exp.Expr) -> Relation:
+    def where(self, rel: Relation, condition: exp.Expr, pushed: Collection[int] = ()) -> Relation:
         """``WHERE condition``: plain conjuncts as one (checked) filter, subquery
         predicates as semi/anti-joins (`sealtime.sql.subqueries`), temporal conjuncts
-        (``mz_now()``) as one temporal filter (`sealtime.sql.temporal`), in that order."""
+        (``mz_now()``) as one temporal filter (`sealtime.sql.temporal`), in that order.
+        The conjuncts whose ids are in `pushed` were applied below a join (`joined`)."""
         from . import subqueries, temporal
 
         plain: list[exp.Expr] = []
         predicates: list[exp.Expr] = []
         bounds: list[exp.Expr] = []
         for c in conjuncts(condition):
+            if id(c) in pushed:
+                continue
             if temporal.is_temporal(c):
                 bounds.append(c)
             elif subqueries.is_predicate(c):
@@ -520,7 +540,7 @@ class Translator:
                     cond = exp.and_(cond, c)
             else:
                 cond = condition  # (the text as written: errors point into it)
-                if any(s is not o for s, o in zip(plain, conjuncts(condition))):
+                if pushed or any(s is not o for s, o in zip(plain, conjuncts(condition))):
                     cond = exp.and_(*plain)
             rel = self.filter(rel, cond, "WHERE")
         for c in predicates:
@@ -791,8 +811,16 @@ class Translator:
         return result.requalified(qualifier)
 
     # ------------------------------------------------------------------ JOIN
-    def join(self, left: Relation, node: exp.Join) -> Relation:
-        """``left <kind> JOIN <node>``: every kind (`sealtime.sql.joins`)."""
+    def join(
+        self,
+        left: Relation,
+        node: exp.Join,
+        where: list[exp.Expr] = [],  # noqa: B006 (read only)
+        pushed: set[int] | None = None,
+    ) -> Relation:
+        """``left <kind> JOIN <node>``: every kind (`sealtime.sql.joins`). The WHERE
+        conjuncts `where` that read only one side it may filter (`joined`) filter that
+        side first; their ids are added to `pushed`."""
         from . import joins
 
         side = (node.side or "").upper()
@@ -857,6 +885,17 @@ class Translator:
             right = self.filter(right, c, "JOIN ... ON")
         for c in pre_left:
             left = self.filter(left, c, "JOIN ... ON")
+        inner = how == "inner" and kind not in ("SEMI", "ANTI")
+        for c in where:
+            sides = self._reads(c, left, right)
+            if sides is not None and sides <= {"L"}:
+                left = self.filter(left, c, "WHERE")
+            elif sides == {"R"} and inner:
+                right = self.filter(right, c, "WHERE")
+            else:
+                continue
+            if pushed is not None:
+                pushed.add(id(c))
         if kind in ("SEMI", "ANTI"):
             return joins.semi_join(self, left, right, cond, anti=kind == "ANTI")
         rel = joins.join(self, left, right, cond, how, using_right)
@@ -962,6 +1001,18 @@ class Translator:
             return None
         return IntervalBounds(lower, upper)
 
+    def _reads(self, node: exp.Expr, left: Relation, right: Relation) -> set[str] | None:
+        """The sides (``L``, ``R``) whose columns `node` reads, or None when a column is
+        of neither side (a later join's, an outer query's, a lambda's variable) or of
+        both (the WHERE reports it)."""
+        sides: set[str] = set()
+        for c in node.find_all(exp.Column):
+            in_l = bool(left.try_resolve(c))
+            if isinstance(c.this, exp.Star) or in_l == bool(right.try_resolve(c)):
+                return None
+            sides.add("L" if in_l else "R")
+        return sides
+
     def _sides(self, node: exp.Expr, left: Relation, right: Relation) -> set[str]:
         sides: set[str] = set()
         for c in node.find_all(exp.Column):
@@ -981,6 +1032,26 @@ class Translator:
                 both.resolve(c, self.parsed)  # raises "unknown column"
             sides.add("L" if in_l else "R")
         return sides
+
+
+def pushable(node: exp.Expr) -> bool:
+    """May WHERE conjunct `node` filter a join's input instead of its output? Only a
+    plain, deterministic condition that cannot raise: a subquery, an aggregate, a
+    window, ``mz_now()`` or a random function keeps its place, and so does a condition
+    that may fail, whose errors name the joined row."""
+    from .temporal import mentions_now
+
+    kept = (
+        exp.Subquery,
+        exp.Select,
+        exp.Exists,
+        exp.AggFunc,
+        exp.Window,
+        exp.Rand,
+        exp.Randn,
+        exp.Uuid,
+    )
+    return node.find(*kept) is None and not mentions_now(node) and not may_fail(node)
 
 
 def _ident(name: str | None) -> exp.Identifier | None:

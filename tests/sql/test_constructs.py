@@ -25,6 +25,11 @@ QUERIES = [
     "SELECT a.ex, a.k, a.v, b.w FROM a JOIN b ON a.ex = CAST(b.ex AS INT) AND a.v + 1 = b.w",
     # LEFT JOIN with a condition on the right side only
     "SELECT a.ex, a.k, a.v, b.w FROM a LEFT JOIN b ON a.ex = b.ex AND a.k = b.k AND b.w > 2",
+    # WHERE conjuncts pushed below joins: both sides of an inner join, the preserved
+    # side of a LEFT join; one on the NULL-padded side stays above it (it drops padding)
+    "SELECT a.ex, a.v, b.w, p.v AS pv FROM a JOIN b ON a.ex = b.ex "
+    "LEFT JOIN positive p ON p.ex = a.ex AND p.k = a.k "
+    "WHERE b.w < 5 AND a.k IS NOT NULL AND (p.v IS NULL OR p.v > 1) AND a.v <> b.w",
     # top-k through a CTE, NULLS LAST, rank selected
     "WITH r AS (SELECT ex, k, v, ROW_NUMBER() OVER (PARTITION BY ex ORDER BY k ASC NULLS LAST, "
     "v DESC) AS rn FROM a) SELECT ex, k, v, rn FROM r WHERE rn BETWEEN 1 AND 2 AND v > -5",
@@ -90,6 +95,32 @@ def test_explain_leaves_the_flow_unchanged(make_flow):
     assert "reduce aggregate" in text
     assert len(flow.nodes) == n
     assert isinstance(flow.sql("SELECT * FROM s"), st.Collection)
+
+
+def test_where_conjuncts_on_one_side_filter_it_before_the_join(make_flow):
+    """A WHERE conjunct that reads one side of an inner join, or the preserved side of
+    a LEFT join, becomes a filter of that side below the join (fewer rows reach the
+    join's arrangements); one that reads the NULL-padded side, both sides or may raise
+    stays above the join. Same result: `test_fixed_constructs_equal_spark_sql`."""
+    flow = make_flow()
+    flow.source("a", Rows({"ex": "long", "k": "string", "v": "long"}, [(1, {"ex": 1})]))
+    flow.source("b", Rows({"ex": "long", "w": "long"}, [(1, {"ex": 1})]))
+
+    def filters(text: str) -> tuple[int, int]:
+        """Filters of one side before the first join / of joined rows (columns of both)."""
+        ops = [(line.split()[1], line.split(" -> ")[1]) for line in text.splitlines()]
+        first = [kind for kind, _ in ops].index("join")
+        below = sum(kind == "filter" for kind, _ in ops[:first])
+        above = sum(kind == "filter" and "'v'" in cs and "'w'" in cs for kind, cs in ops[first:])
+        return below, above
+
+    inner = "SELECT a.ex, b.w FROM a JOIN b ON a.ex = b.ex WHERE a.v > 0 AND b.w > 2"
+    assert filters(explain(flow, inner)) == (2, 0)
+    left = "SELECT a.ex, b.w FROM a LEFT JOIN b ON a.ex = b.ex WHERE a.v > 0 AND b.w > 2"
+    before, after = filters(explain(flow, left))
+    assert before == 1 and after >= 1
+    kept = "SELECT a.ex, b.w FROM a JOIN b ON a.ex = b.ex WHERE a.v > b.w AND 10 / a.v > 1"
+    assert filters(explain(flow, kept)) == (0, 1)
 
 
 def test_order_by_may_name_a_column_by_its_table(make_flow):
