@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -32,6 +32,7 @@ from ..arrangement.task import MARKER, PARTITION
 from ..columns import DIFF, TIME
 from ..errors import InternalError
 from ..kernels.keyed import HASH
+from ..spark.murmur3 import spark_hash_int, spark_hash_long
 from ..spark.plans import Projection
 from .base import Env
 
@@ -41,21 +42,23 @@ ALL_KEY = "__all"
 _CARRIERS: dict[tuple[int, str], list[int]] = {}
 
 
-def carriers(spark: SparkSession, partitions: int, dtype: str = "int") -> list[int]:
-    """For each partition p, a value of `dtype` (``int`` or ``long``) whose Murmur3 hash
-    (Spark's ``hash``, which ``repartition`` uses) is p modulo `partitions`. Computed once
-    per process by a small Spark job (the hash is fixed: seed 42)."""
+def carriers(partitions: int, dtype: str = "int") -> list[int]:
+    """For each partition p, the least non-negative value of `dtype` (``int`` or
+    ``long``) whose Spark ``hash`` (Murmur3, seed 42: what ``repartition`` uses) is p
+    modulo `partitions`, computed in Python (`sealtime.spark.murmur3`), once per
+    process.
+
+    >>> carriers(4)
+    [12, 6, 2, 0]
+    """
     key = (partitions, dtype)
     if key not in _CARRIERS:
-        ids = F.col("id").cast(dtype)
-        rows = (
-            spark.range(0, 256 * partitions)
-            .select(F.pmod(F.hash(ids), F.lit(partitions)).alias("p"), ids.alias("c"))
-            .groupBy("p")
-            .agg(F.min("c").alias("c"))
-            .collect()
-        )
-        found = {r.p: r.c for r in rows}
+        spark_hash = {"int": spark_hash_int, "long": spark_hash_long}[dtype]
+        found: dict[int, int] = {}
+        for c in range(256 * partitions):
+            found.setdefault(spark_hash(c) % partitions, c)  # (% of a positive: pmod)
+            if len(found) == partitions:
+                break
         if len(found) != partitions:
             raise InternalError(f"no carrier values for all {partitions} partitions")
         _CARRIERS[key] = [found[p] for p in range(partitions)]
@@ -115,7 +118,7 @@ class KeyRouting:
         types: dict[str, T.DataType] | None = None,
     ) -> KeyRouting:
         """The routing of an operator built with `env` (its partitions and tasks)."""
-        found = carriers(env.spark, env.partitions)
+        found = carriers(env.partitions)
         return cls(keys, schema, env.partitions, found, types=types, tasks=env.tasks)
 
     def route(self, projected: DataFrame, key: Hashable | None = None) -> DataFrame:

@@ -140,7 +140,7 @@ class WindowedReduce(Operator[P.WindowedReduce]):
         shuffle: ``window_start`` a carrier (hashing alone to p), everything else null."""
         if self._marker_frame is None:
             spark = like.sparkSession
-            longs = carriers(spark, self.env.partitions, "long")
+            longs = carriers(self.env.partitions, "long")
             array = F.array(*[F.lit(c).cast("long") for c in longs])
             special = {
                 P.WINDOW_START: F.element_at(array, F.col("id").cast("int") + 1),
