@@ -9,9 +9,9 @@ sealed time (``ex + 100 * time``): each (time, workload) is an independent group
 
 Constructs: projection with Spark expressions and aliases, ``*``, WHERE, GROUP BY with
 SUM/COUNT(*)/COUNT(x)/MIN/MAX/AVG/COUNT(DISTINCT), expressions over aggregates, HAVING
-(also on aggregates not selected), INNER and LEFT equi-joins, UNION ALL, SELECT
-DISTINCT, CTEs, subqueries in FROM and top-k (ROW_NUMBER() ... <= k, with and without
-the rank column; its ORDER BY covers every selected column, so there are no ties
+(also on aggregates not selected), INNER and LEFT equi-joins with WHERE over either
+side, UNION ALL, SELECT DISTINCT, CTEs, subqueries in FROM and top-k (ROW_NUMBER() ...
+<= k, with and without the rank column; its ORDER BY covers every selected column, so there are no ties
 between different rows and Spark's arbitrary tie-breaking cannot matter); and those
 of issue 33: RIGHT, FULL and LEFT joins with non-equi conditions, UNION [DISTINCT],
 INTERSECT [ALL], EXCEPT [ALL], [NOT] EXISTS, IN and scalar subqueries correlated on
@@ -244,8 +244,13 @@ def relation(draw, views: tuple[Rel, ...], depth: int, fresh) -> Rel:
         extra = ""
         if how in ("JOIN", "INNER JOIN") and r.of(*NUM) and draw(hs.booleans()):
             extra = f" AND {t}.{r.of(*NUM)[0]} > 0"
+        # WHERE over either side: below the join for an inner join's sides and a LEFT
+        # join's left side, above it for a LEFT join's right side (it drops padding)
+        conds = [draw(predicate(r, t))] if draw(hs.booleans()) else []
+        conds += [draw(predicate(r2, u))] if draw(hs.booleans()) else []
+        where = f" WHERE {' AND '.join(conds)}" if conds else ""
         return Rel(
-            f"SELECT {', '.join(items)} FROM {src} {t} {how} {src2} {u} ON {on}{extra}",
+            f"SELECT {', '.join(items)} FROM {src} {t} {how} {src2} {u} ON {on}{extra}{where}",
             tuple(cols),
         )
     if kind == "union":
